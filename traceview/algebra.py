@@ -1,0 +1,91 @@
+"""Interval algebra on half-open integer intervals [start, end), as numpy arrays.
+
+A *set* is a pair (starts, ends) of sorted, disjoint, non-empty intervals, as `union` returns.
+Every metric in traceview is built from these few functions.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+Ints = npt.NDArray[np.int64]
+
+
+class IntervalSet(NamedTuple):
+    starts: Ints
+    ends: Ints
+
+    @property
+    def length(self) -> int:
+        return int((self.ends - self.starts).sum())
+
+    def __len__(self) -> int:  # number of intervals
+        return int(self.starts.size)
+
+
+EMPTY = IntervalSet(np.empty(0, np.int64), np.empty(0, np.int64))
+
+
+def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> IntervalSet:
+    """Merge possibly overlapping intervals; empty ones vanish, touching ones join."""
+    s = np.asarray(starts, dtype=np.int64)
+    e = np.asarray(ends, dtype=np.int64)
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if s.size == 0:
+        return EMPTY
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    first = np.empty(s.size, dtype=bool)
+    first[0] = True
+    first[1:] = s[1:] > reach[:-1]
+    heads = np.flatnonzero(first)
+    return IntervalSet(s[heads], np.maximum.reduceat(e, heads))
+
+
+def group_ids(starts: Ints, ends: Ints) -> npt.NDArray[np.int64]:
+    """For intervals sorted by start: the index of the merged interval each one falls in."""
+    if starts.size == 0:
+        return np.empty(0, np.int64)
+    reach = np.maximum.accumulate(ends)
+    first = np.empty(starts.size, dtype=bool)
+    first[0] = True
+    first[1:] = starts[1:] >= reach[:-1]
+    return np.cumsum(first) - 1
+
+
+def _sweep(a: IntervalSet, b: IntervalSet, in_a: bool, in_b: bool | None) -> IntervalSet:
+    """Points covered by a (or not, per in_a) and by b (or not; None = either)."""
+    points = np.concatenate([a.starts, a.ends, b.starts, b.ends])
+    if points.size == 0:
+        return EMPTY
+    na, nb = len(a), len(b)
+    da = np.concatenate([np.ones(na), -np.ones(na), np.zeros(2 * nb)]).astype(np.int64)
+    db = np.concatenate([np.zeros(2 * na), np.ones(nb), -np.ones(nb)]).astype(np.int64)
+    order = np.argsort(points, kind="stable")
+    points, ca, cb = points[order], np.cumsum(da[order]), np.cumsum(db[order])
+    covered = (ca[:-1] > 0) == in_a
+    if in_b is not None:
+        covered &= (cb[:-1] > 0) == in_b
+    return union(points[:-1][covered], points[1:][covered])
+
+
+def intersect(a: IntervalSet, b: IntervalSet) -> IntervalSet:
+    return _sweep(a, b, True, True)
+
+
+def difference(a: IntervalSet, b: IntervalSet) -> IntervalSet:
+    """a \\ b."""
+    return _sweep(a, b, True, False)
+
+
+def clip(a: IntervalSet, lo: int, hi: int) -> IntervalSet:
+    """a ∩ [lo, hi)."""
+    s = np.clip(a.starts, lo, hi)
+    e = np.clip(a.ends, lo, hi)
+    keep = e > s
+    return IntervalSet(s[keep], e[keep])

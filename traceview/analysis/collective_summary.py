@@ -1,0 +1,42 @@
+"""Per collective type: how many, how long in total, how many bytes where recorded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from traceview.model import Timeline
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectiveSummary:
+    collective: str  # all_reduce, all_gather, ...; "unknown" when the trace does not say
+    count: int
+    total_ns: int  # sum of durations (concurrent collectives each count)
+    bytes: int | None  # sum over the calls whose size is recorded; None when none is
+    bytes_known: int  # how many calls had a recorded size
+
+
+def collective_summaries(timeline: Timeline) -> list[CollectiveSummary]:
+    comm = timeline.intervals.filter(pl.col("kind") == "comm")
+    table = (
+        comm.group_by(pl.col("collective").fill_null("unknown"))
+        .agg(
+            count=pl.len(),
+            total_ns=(pl.col("end_ns") - pl.col("ts_ns")).sum(),
+            bytes=pl.col("bytes").sum(),
+            bytes_known=pl.col("bytes").count(),
+        )
+        .sort("total_ns", descending=True)
+    )
+    return [
+        CollectiveSummary(
+            collective=r["collective"],
+            count=r["count"],
+            total_ns=r["total_ns"],
+            bytes=r["bytes"] if r["bytes_known"] else None,
+            bytes_known=r["bytes_known"],
+        )
+        for r in table.iter_rows(named=True)
+    ]

@@ -1,0 +1,145 @@
+"""Rank reports -> the stable JSON document, CSV rows, or a readable table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from traceview import __version__
+from traceview.analysis import Breakdown, RankReport
+from traceview.runner import Failure
+
+SCHEMA_VERSION = 1
+METRICS = ("window", "compute", "comm", "overlap", "exposed_comm", "compute_only", "idle")
+
+
+def _us(ns: int) -> float:
+    return ns / 1000.0
+
+
+def breakdown_json(b: Breakdown) -> dict[str, Any]:
+    out: dict[str, Any] = {f"{m}_us": _us(getattr(b, f"{m}_ns")) for m in METRICS}
+    out["overlap_pct"] = b.overlap_pct
+    return out
+
+
+def rank_json(r: RankReport, steps: set[int] | None) -> dict[str, Any]:
+    return {
+        "trace": str(r.trace),
+        "rank": r.rank,
+        "world_size": r.world_size,
+        "backend": r.backend,
+        "mode": r.mode,
+        "size_bytes": r.size_bytes,
+        "truncated": r.truncated,
+        "notes": [{"severity": n.severity, "message": n.message} for n in r.notes],
+        "total": breakdown_json(r.total) if r.total else None,
+        "steps": [
+            {"step": s.step, **breakdown_json(s.breakdown)}
+            for s in r.steps
+            if steps is None or s.step in steps
+        ],
+        "collectives": [
+            {
+                "collective": c.collective,
+                "count": c.count,
+                "total_us": _us(c.total_ns),
+                "bytes": c.bytes,
+                "bytes_known": c.bytes_known,
+            }
+            for c in r.collectives
+        ],
+    }
+
+
+def to_json(
+    reports: Sequence[RankReport], failures: Sequence[Failure], steps: set[int] | None
+) -> str:
+    doc = {
+        "traceview_version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "ranks": [rank_json(r, steps) for r in reports],
+        "errors": [{"path": str(f.path), "message": f.message} for f in failures],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+CSV_COLUMNS = ["trace", "rank", "world_size", "step", *(f"{m}_us" for m in METRICS), "overlap_pct"]
+
+
+def to_csv(reports: Sequence[RankReport], steps: set[int] | None) -> str:
+    """One row per rank and step, then one row per rank with step "total"."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in reports:
+        rows: list[tuple[int | str, Breakdown]] = [
+            (s.step, s.breakdown) for s in r.steps if steps is None or s.step in steps
+        ]
+        if r.total:
+            rows.append(("total", r.total))
+        for step, b in rows:
+            metrics = breakdown_json(b)
+            writer.writerow(
+                [str(r.trace), _blank(r.rank), _blank(r.world_size), step]
+                + [f"{metrics[f'{m}_us']:.3f}" for m in METRICS]
+                + [_blank(None if b.overlap_pct is None else round(b.overlap_pct, 3))]
+            )
+    return buf.getvalue()
+
+
+def _blank(value: object) -> object:
+    return "" if value is None else value
+
+
+_HEAD = (
+    "step",
+    "window ms",
+    "compute ms",
+    "comm ms",
+    "overlap ms",
+    "exposed ms",
+    "compute-only ms",
+    "idle ms",
+    "overlap %",
+)
+
+
+def to_table(reports: Sequence[RankReport], steps: set[int] | None) -> str:
+    return "\n".join(_rank_table(r, steps) for r in reports)
+
+
+def _rank_table(r: RankReport, steps: set[int] | None) -> str:
+    who = "rank unknown" if r.rank is None else f"rank {r.rank}"
+    if r.world_size is not None:
+        who += f" of {r.world_size}"
+    lines = [
+        f"{who} · {r.backend or 'backend unknown'} · {r.mode} · {r.trace} "
+        f"({r.size_bytes / 1e6:,.1f} MB)"
+    ]
+    rows = [(str(s.step), s.breakdown) for s in r.steps if steps is None or s.step in steps]
+    if r.total:
+        rows.append(("total", r.total))
+    if rows:
+        table = [list(_HEAD)] + [[name, *_cells(b)] for name, b in rows]
+        widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
+        for row in table:
+            cells = (cell.rjust(w) for cell, w in zip(row, widths, strict=True))
+            lines.append("  " + "  ".join(cells))
+    for c in r.collectives:
+        size = "size unknown" if c.bytes is None else f"{c.bytes / 1e6:,.1f} MB"
+        if c.bytes is not None and c.bytes_known < c.count:
+            size += f" ({c.bytes_known} of {c.count} sized)"
+        lines.append(f"  {c.collective}: {c.count} calls, {c.total_ns / 1e6:,.3f} ms, {size}")
+    for n in r.notes:
+        lines.append(f"  {'warning' if n.lossy else 'note'}: {n.message}")
+    return "\n".join(lines) + "\n"
+
+
+def _cells(b: Breakdown) -> list[str]:
+    cells = [f"{getattr(b, f'{m}_ns') / 1e6:,.3f}" for m in METRICS]
+    cells.append("-" if b.overlap_pct is None else f"{b.overlap_pct:.1f}")
+    return cells

@@ -1,0 +1,33 @@
+"""The one error type the library raises for bad input, and the notes it attaches to results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# Exit codes shared by every command: 0 clean, 1 results written but some input was lost or
+# skipped (see the notes), 2 nothing could be analysed (usage or unreadable input).
+EXIT_OK = 0
+EXIT_DATA_LOSS = 1
+EXIT_BAD_INPUT = 2
+
+
+class TraceviewError(Exception):
+    """Bad input or an impossible request; the CLI prints `message` on one line and exits."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_BAD_INPUT) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+@dataclass(frozen=True, kw_only=True)
+class Note:
+    """Something the reader of a result must know. `lossy` notes mean input was dropped."""
+
+    message: str
+    severity: Literal["info", "lossy"] = "info"
+
+    @property
+    def lossy(self) -> bool:
+        return self.severity == "lossy"

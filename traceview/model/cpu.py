@@ -1,0 +1,133 @@
+"""Intervals of a CPU-only trace: Gloo collectives on their runloop threads, and the top-level
+CPU ops of the training threads as compute, with the time they spend waiting cut out."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from traceview.algebra import IntervalSet, difference, union
+from traceview.model import messages
+from traceview.model.calls import comm_call_ops, merge_nested
+from traceview.model.names import COMM_CALL, GLOO_SPAN, GLOO_THREAD, WAIT_OP, collective_of
+from traceview.model.steps import assign_steps
+from traceview.parse import Trace
+
+_NO_COLLECTIVE = {
+    "collective": pl.lit(None, pl.String),
+    "bytes": pl.lit(None, pl.Int64),
+    "pg": pl.lit(None, pl.String),
+    "seq": pl.lit(None, pl.Int64),
+}
+
+
+def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
+    events = trace.events.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]))
+    name = pl.col("name").cast(pl.String)
+    is_comm = name.str.contains(GLOO_SPAN)
+    if comm_pattern:
+        is_comm = is_comm | name.str.contains(comm_pattern)
+    comm = events.filter(is_comm)
+    training = events.join(_comm_threads(trace, comm), on=["pid", "tid"], how="anti")
+    ops = training.filter((pl.col("cat") == "cpu_op") & ~is_comm)
+    waiting = name.str.contains(WAIT_OP) | name.str.contains(COMM_CALL)
+    compute = _top_level_minus(ops.filter(~waiting), ops.filter(waiting))
+    frames = [
+        _comm_rows(comm, trace),
+        compute.with_columns(kind=pl.lit("compute"), **_NO_COLLECTIVE),
+        _call_rows(training, trace),
+    ]
+    keep = ["pid", "tid", "kind", "name", "ts_ns", "end_ns", "collective", "bytes", "pg", "seq"]
+    out = pl.concat([f.select(keep) for f in frames])
+    return (
+        assign_steps(out, "ts_ns", spans)
+        .with_columns(
+            device=pl.lit(None, pl.Int32),
+            lane=pl.format("thread {}", "tid"),
+            lane_kind=pl.lit("cpu_thread"),
+            launch_ns=pl.lit(None, pl.Int64),
+        )
+        .drop("pid", "tid")
+    )
+
+
+def _comm_threads(trace: Trace, comm: pl.DataFrame) -> pl.DataFrame:
+    named = [k for k, names in trace.thread_names.items() if any(GLOO_THREAD in n for n in names)]
+    return pl.concat(
+        [
+            comm.select("pid", "tid"),
+            pl.DataFrame(named, schema={"pid": pl.Int64, "tid": pl.Int64}, orient="row"),
+        ]
+    ).unique()
+
+
+def _comm_rows(comm: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    rows = comm.join(trace.comm_args, on="row", how="left")
+    sizes = [
+        messages.from_counts(r["in_nelems"], r["out_nelems"], r["dtype"])
+        or messages.from_shapes(r["input_dims"], r["input_type"])
+        for r in rows.select(
+            "in_nelems", "out_nelems", "dtype", "input_dims", "input_type"
+        ).iter_rows(named=True)
+    ]
+    return rows.with_columns(
+        kind=pl.lit("comm"),
+        collective=pl.col("name")
+        .cast(pl.String)
+        .map_elements(collective_of, return_dtype=pl.String),
+        bytes=pl.Series(sizes, dtype=pl.Int64),
+        pg=pl.col("pg_name"),
+    )
+
+
+def _call_rows(training: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """Collective launches on the training threads, as `other` rows."""
+    calls = merge_nested(comm_call_ops(training, trace.comm_args))
+    return calls.select(
+        "pid",
+        "tid",
+        kind=pl.lit("other"),
+        name=pl.lit("collective call", pl.Categorical),
+        ts_ns=pl.col("call_start_ns"),
+        end_ns=pl.col("call_end_ns"),
+        collective=pl.col("call_collective"),
+        bytes=pl.col("call_bytes"),
+        pg=pl.col("call_pg"),
+        seq=pl.col("call_seq"),
+    )
+
+
+def _top_level_minus(ops: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
+    """Top-level ops per thread (ops nested in another are covered by it), with the time of
+    any cut (a wait or collective call on the same thread) removed; a cut op is split."""
+    ops = ops.sort("pid", "tid", "ts_ns", -pl.col("end_ns"))
+    reach = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
+    top = ops.filter(reach.is_null() | (pl.col("end_ns") > reach)).select(
+        "pid", "tid", "name", "ts_ns", "end_ns"
+    )
+    if cuts.height == 0 or top.height == 0:
+        return top
+    pieces = []
+    for (pid, tid), thread_cuts in cuts.group_by("pid", "tid"):
+        cut = union(thread_cuts["ts_ns"].to_numpy(), thread_cuts["end_ns"].to_numpy())
+        mine = top.filter((pl.col("pid") == pid) & (pl.col("tid") == tid))
+        s, e = mine["ts_ns"].to_numpy(), mine["end_ns"].to_numpy()
+        # The first cut ending after each op starts hits the op if it starts before the op ends.
+        j = np.searchsorted(cut.ends, s, side="right")
+        hit = np.zeros(s.size, dtype=bool)
+        inside = j < len(cut)
+        hit[inside] = cut.starts[j[inside]] < e[inside]
+        for i in np.flatnonzero(hit):
+            rest = difference(IntervalSet(s[i : i + 1], e[i : i + 1]), cut)
+            pieces.append(
+                pl.DataFrame(
+                    {"ts_ns": rest.starts, "end_ns": rest.ends},
+                ).with_columns(
+                    pid=pl.lit(pid, pl.Int64),
+                    tid=pl.lit(tid, pl.Int64),
+                    name=pl.lit(mine["name"][int(i)], pl.Categorical),
+                )
+            )
+        pieces.append(mine.filter(pl.Series(~hit)))
+    untouched = top.join(cuts.select("pid", "tid").unique(), on=["pid", "tid"], how="anti")
+    return pl.concat([untouched, *(p.select(top.columns) for p in pieces)])

@@ -1,0 +1,103 @@
+"""Intervals of a trace with GPU activity: kernels, memcpy and memset on device streams."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
+from traceview.model.messages import from_counts
+from traceview.model.names import COMM_KERNEL, collective_of
+from traceview.model.steps import assign_steps
+from traceview.parse import Trace
+
+DEVICE_CATS = ["kernel", "memcpy", "memset"]
+
+
+def has_gpu_activity(trace: Trace) -> bool:
+    return trace.events.filter(pl.col("cat").is_in(DEVICE_CATS)).height > 0
+
+
+def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
+    events = trace.events
+    launches = (
+        events.filter((pl.col("cat") == "runtime") & pl.col("correlation").is_not_null())
+        .select(
+            "correlation",
+            launch_ns=pl.col("ts_ns"),
+            launch_pid=pl.col("pid"),
+            launch_tid=pl.col("tid"),
+        )
+        .unique("correlation", keep="first")
+    )
+    device = (
+        events.filter(pl.col("cat").is_in(DEVICE_CATS))
+        .join(launches, on="correlation", how="left")
+        .with_columns(
+            device=pl.coalesce("device", "pid"),
+            stream=pl.coalesce("stream", "tid"),
+        )
+    )
+    name = pl.col("name").cast(pl.String)
+    is_comm = name.str.contains(COMM_KERNEL)
+    if comm_pattern:
+        is_comm = is_comm | name.str.contains(comm_pattern)
+    device = device.with_columns(
+        kind=pl.when(pl.col("cat") != "kernel")
+        .then(pl.lit("memory"))
+        .when(is_comm)
+        .then(pl.lit("comm"))
+        .otherwise(pl.lit("compute"))
+    )
+    # A kernel belongs to the step whose CPU span holds the call that launched it; work with
+    # no recorded launch falls back on its own start.
+    device = assign_steps(
+        device.with_columns(_when=pl.coalesce("launch_ns", "ts_ns")), "_when", spans
+    ).drop("_when")
+    return _with_collectives(device, trace)
+
+
+def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """Collective, bytes, group and sequence of each comm kernel: from its own arguments
+    (newer traces), else from the CPU call that launched it, else from the kernel's name."""
+    calls = merge_nested(comm_call_ops(trace.events, trace.comm_args))
+    comm = attach_calls(device.filter(pl.col("kind") == "comm"), calls).join(
+        trace.comm_args, on="row", how="left"
+    )
+    own_collective = pl.col("collective_name").map_elements(collective_of, return_dtype=pl.String)
+    kernel_collective = (
+        pl.col("name").cast(pl.String).map_elements(collective_of, return_dtype=pl.String)
+    )
+    own_bytes = pl.struct("in_nelems", "out_nelems", "dtype").map_elements(
+        lambda r: from_counts(r["in_nelems"], r["out_nelems"], r["dtype"]), return_dtype=pl.Int64
+    )
+    comm = comm.with_columns(
+        collective=pl.coalesce("call_collective", own_collective, kernel_collective),
+        bytes=pl.coalesce(own_bytes, "call_bytes"),
+        pg=pl.coalesce("pg_name", "call_pg"),
+        seq=pl.coalesce("seq", "call_seq"),
+    )
+    rest = device.filter(pl.col("kind") != "comm").with_columns(
+        collective=pl.lit(None, pl.String),
+        bytes=pl.lit(None, pl.Int64),
+        pg=pl.lit(None, pl.String),
+        seq=pl.lit(None, pl.Int64),
+    )
+    keep = [
+        "device",
+        "stream",
+        "kind",
+        "name",
+        "ts_ns",
+        "end_ns",
+        "launch_ns",
+        "step",
+        "collective",
+        "bytes",
+        "pg",
+        "seq",
+    ]
+    return (
+        pl.concat([comm.select(keep), rest.select(keep)])
+        .with_columns(lane=pl.format("stream {}", "stream"), lane_kind=pl.lit("gpu_stream"))
+        .drop("stream")
+    )

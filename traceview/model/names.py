@@ -1,0 +1,50 @@
+"""What an event's name says: collective kernels, collective calls, waits, steps.
+
+Patterns use the regex syntax of polars (Rust's: no look-around), and run over the columns.
+"""
+
+from __future__ import annotations
+
+import re
+
+# NCCL/RCCL kernels: ncclKernel_AllReduce_RING_LL_Sum_float(...), ncclDevKernel_Generic(...).
+COMM_KERNEL = r"(?i)^(?:void\s+)?(?:nccl|rccl)"
+# Gloo runs each collective as a span on a pt_gloo_runloop thread: gloo:all_reduce, ...
+GLOO_SPAN = r"^gloo:"
+# CPU ops that launch a collective; nested ones describe the same call.
+COMM_CALL = r"^(?:c10d::|record_param_comms$|nccl:|rccl:|_c10d_functional::)"
+# Ops that only wait for communication; a wait is never compute.
+WAIT_OP = r"(?i)(?:^|::|\.|_)wait(?:_tensor|_stream|_event|$)|^c10d::wait|^cudaStreamWaitEvent$"
+PROFILER_STEP = r"^ProfilerStep#(\d+)$"
+GLOO_THREAD = "pt_gloo_runloop"
+
+_PREFIXES = re.compile(
+    r"^(?:c10d::|_c10d_functional::|nccl:|rccl:|gloo:|ncclDevKernel_|ncclKernel_)"
+)
+# Checked in order: the first fragment found in the folded name wins.
+_COLLECTIVES = (
+    ("allreduce", "all_reduce"),
+    ("reducescatter", "reduce_scatter"),
+    ("allgather", "all_gather"),
+    ("alltoall", "all_to_all"),
+    ("broadcast", "broadcast"),
+    ("sendrecv", "send_recv"),
+    ("barrier", "barrier"),
+    ("reduce", "reduce"),
+    ("gather", "gather"),
+    ("scatter", "scatter"),
+    ("send", "send"),
+    ("recv", "recv"),
+)
+
+
+def collective_of(name: str | None) -> str | None:
+    """Fold the many spellings (c10d::_reduce_scatter_base_, ncclKernel_AllReduce_..., "allreduce",
+    gloo:all_reduce) onto one name: all_reduce, reduce_scatter, all_gather, all_to_all, ..."""
+    if not name:
+        return None
+    folded = _PREFIXES.sub("", name).split("(")[0].replace("_", "").lower()
+    for fragment, collective in _COLLECTIVES:
+        if fragment in folded:
+            return collective
+    return None

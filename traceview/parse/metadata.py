@@ -1,0 +1,75 @@
+"""The trace's own description of itself: rank, world size, clock base, devices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from traceview.errors import Note
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceMeta:
+    rank: int | None  # None when the trace does not say: never guessed
+    world_size: int | None
+    backend: str | None
+    pg_config: tuple[dict[str, Any], ...] = ()
+    nccl_version: str | None = None
+    base_time_ns: int | None = None  # add to a trace timestamp (ns) for Unix epoch time
+    schema_version: int | None = None
+    devices: tuple[str, ...] = ()  # GPU names from deviceProperties
+    host_name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # every other top-level key
+
+
+_KNOWN = {
+    "distributedInfo",
+    "baseTimeNanoseconds",
+    "schemaVersion",
+    "deviceProperties",
+    "host_name",
+}
+
+
+def _whole(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def read_meta(raw: dict[str, Any], notes: list[Note]) -> TraceMeta:
+    dist = raw.get("distributedInfo")
+    if not isinstance(dist, dict):
+        dist = {}
+        notes.append(Note(message="no distributedInfo: rank and world size unknown"))
+    rank, world = _whole(dist.get("rank")), _whole(dist.get("world_size"))
+    if dist and (rank is None or world is None or not 0 <= rank < world):
+        notes.append(
+            Note(
+                message=f"distributedInfo rank={dist.get('rank')!r} world_size="
+                f"{dist.get('world_size')!r} is not usable: rank and world size unknown"
+            )
+        )
+        rank = world = None
+    devices = raw.get("deviceProperties")
+    pg_config = dist.get("pg_config")
+    return TraceMeta(
+        rank=rank,
+        world_size=world,
+        backend=dist.get("backend") if isinstance(dist.get("backend"), str) else None,
+        pg_config=tuple(pg for pg in pg_config if isinstance(pg, dict))
+        if isinstance(pg_config, list)
+        else (),
+        nccl_version=str(dist["nccl_version"]) if "nccl_version" in dist else None,
+        base_time_ns=_whole(raw.get("baseTimeNanoseconds")),
+        schema_version=_whole(raw.get("schemaVersion")),
+        devices=tuple(str(d.get("name", "?")) for d in devices if isinstance(d, dict))
+        if isinstance(devices, list)
+        else (),
+        host_name=raw.get("host_name") if isinstance(raw.get("host_name"), str) else None,
+        extra={k: v for k, v in raw.items() if k not in _KNOWN},
+    )
