@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import polars as pl
 
 from traceview.parse.events import Event
@@ -41,8 +43,8 @@ _CATEGORY_OF = {
 COMM_NAME_PREFIXES = ("nccl", "rccl", "gloo:", "c10d::", "record_param_comms", "_c10d_functional::")
 
 EVENT_SCHEMA: dict[str, pl.DataType] = {
-    "ts_us": pl.Float64(),
-    "dur_us": pl.Float64(),
+    "ts_ns": pl.Int64(),
+    "dur_ns": pl.Int64(),
     "name": pl.Categorical(),
     "cat": CATEGORY,
     "pid": pl.Int64(),
@@ -76,6 +78,16 @@ def _id(value: object) -> int | None:
     return int(digits) if digits else None
 
 
+def _nanoseconds(us: list[float | int | Decimal | None]) -> pl.Series:
+    """Microseconds (up to three decimals) -> integer nanoseconds, exactly."""
+    if any(isinstance(v, Decimal) for v in us[:1]):
+        return pl.Series([None if v is None else int(v * 1000) for v in us], dtype=pl.Int64)
+    floats = pl.Series(us, dtype=pl.Float64, strict=False)
+    # Whole microseconds and the fraction apart: whole * 1000 may exceed float64's exact range.
+    whole = floats.floor()
+    return whole.cast(pl.Int64) * 1000 + ((floats - whole) * 1000).round().cast(pl.Int64)
+
+
 def _category(cat: str) -> str:
     return _CATEGORY_OF.get(cat.lower(), "other")
 
@@ -87,8 +99,8 @@ def complete_events(batch: list[Event], first_row: int) -> tuple[pl.DataFrame, p
     args = [e.args for e in xs]
     frame = pl.DataFrame(
         {
-            "ts_us": [e.ts for e in xs],
-            "dur_us": [e.dur for e in xs],
+            "ts_ns": _nanoseconds([e.ts for e in xs]),
+            "dur_ns": _nanoseconds([e.dur for e in xs]),
             "name": [e.name for e in xs],
             "cat": [cats.get(e.cat) or cats.setdefault(e.cat, _category(e.cat)) for e in xs],
             "pid": [e.pid if e.pid.__class__ is int else _id(e.pid) for e in xs],

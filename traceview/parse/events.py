@@ -7,6 +7,8 @@ keep the cycle collector busy.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import msgspec
 
 Number = int | float
@@ -46,5 +48,26 @@ class Event(msgspec.Struct, gc=False):
     args: Args | None = None
 
 
+class PreciseEvent(Event, gc=False):
+    """Timestamps kept as decimals: epoch microseconds with fractions exceed float64's precision."""
+
+    ts: Decimal | None = None
+
+
 EVENT_LIST = msgspec.json.Decoder(list[Event])
+PRECISE_EVENT_LIST = msgspec.json.Decoder(list[PreciseEvent])
+# Below this many microseconds a float64 timestamp still resolves nanoseconds exactly.
+FLOAT_EXACT_US = 2**53 / 1000 / 2
+
+
+def needs_precision(batch: list[Event]) -> bool:
+    """True when the batch has epoch-sized timestamps with fractions (float64 would blur them)."""
+    for e in batch:
+        if e.ts is not None:
+            if e.ts < FLOAT_EXACT_US:
+                return False  # one clock per trace: the first timestamp decides
+            break
+    return any(e.ts is not None and e.ts % 1 for e in batch)
+
+
 LENIENT_EVENT = msgspec.json.Decoder(Event, strict=False)  # "7" -> 7 and the like

@@ -17,7 +17,13 @@ from typing import Any
 
 import msgspec
 
-from traceview.parse.events import EVENT_LIST, LENIENT_EVENT, Event
+from traceview.parse.events import (
+    EVENT_LIST,
+    LENIENT_EVENT,
+    PRECISE_EVENT_LIST,
+    Event,
+    needs_precision,
+)
 
 _ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -130,9 +136,12 @@ class EventStream:
 
     def _decode(self, doc: bytes) -> list[Event]:
         try:
-            return EVENT_LIST.decode(doc)
+            batch = EVENT_LIST.decode(doc)
         except msgspec.ValidationError:
             return self._decode_leniently(msgspec.json.decode(doc))
+        if needs_precision(batch):
+            return list(PRECISE_EVENT_LIST.decode(doc))
+        return batch
 
     def _decode_leniently(self, raw_events: list[Any]) -> list[Event]:
         """A field had an unexpected type: decode event by event, dropping unreadable ones."""
@@ -148,51 +157,59 @@ class EventStream:
     # -- the end --------------------------------------------------------------------------
 
     def _finish(self, buf: bytes, pos: int) -> Iterator[list[Event]]:
+        """The last event, then the keys after the array (object form)."""
         rest = buf[pos:]
-        doc = b"[" + rest if self.result.bare_array else b'{"traceEvents":[' + rest
-        try:
-            tail = msgspec.json.decode(doc)
-        except msgspec.DecodeError:
-            yield from self._salvage(rest)
-            return
         if self.result.bare_array:
-            yield self._decode_leniently_if_needed(tail)
+            yield from self._finish_array(rest)
             return
-        if not isinstance(tail, dict):  # pragma: no cover - the prefix makes it an object
-            raise StreamError("the end of the file is not part of a trace")
-        events = tail.pop("traceEvents")
-        self.result.metadata.update(tail)
-        yield self._decode_leniently_if_needed(events)
-
-    def _decode_leniently_if_needed(self, raw_events: Any) -> list[Event]:
-        if not isinstance(raw_events, list):
-            raise StreamError("traceEvents is not an array")
-        try:
-            return EVENT_LIST.decode(msgspec.json.encode(raw_events))
-        except msgspec.ValidationError:
-            return self._decode_leniently(raw_events)
-
-    def _salvage(self, rest: bytes) -> Iterator[list[Event]]:
-        """The document does not end properly: keep every event that is whole."""
-        if self.result.bare_array:
-            # The Chrome trace format lets the array form omit its closing bracket.
-            try:
-                yield self._decode(b"[" + rest.rstrip(_WHITESPACE).rstrip(b",") + b"]")
-                return
-            except msgspec.DecodeError:
-                pass
-        self.result.truncated = True
         for m in reversed(list(_ARRAY_END.finditer(rest))):
             try:
                 events = self._decode(b"[" + rest[: m.start() + 1] + b"]")
             except msgspec.DecodeError:
-                continue
-            self.result.lost_trailer = True
-            self.result.lost_bytes = len(rest) - m.end()
+                continue  # a "}]" inside the trailing keys, or the cut
+            self._read_trailer(rest[m.end() :])
             yield events
             return
-        # The last event itself is incomplete (the usual cut): it is lost.
-        self.result.lost_bytes = len(rest)
+        body = rest.lstrip(_WHITESPACE)
+        if body.startswith(b"]"):  # an empty event array
+            self._read_trailer(body[1:])
+        else:
+            self.result.truncated = True
+            self.result.lost_bytes = len(rest)  # the last event itself is incomplete
+
+    def _finish_array(self, rest: bytes) -> Iterator[list[Event]]:
+        # The Chrome trace format lets the array form omit its closing bracket.
+        body = rest.rstrip(_WHITESPACE)
+        body = body[:-1] if body.endswith(b"]") else body.rstrip(b",")
+        try:
+            yield self._decode(b"[" + body + b"]")
+            return
+        except msgspec.DecodeError:
+            pass
+        for m in reversed(list(_BOUNDARY.finditer(rest))):
+            try:
+                events = self._decode(b"[" + rest[: m.start() + 1] + b"]")
+            except msgspec.DecodeError:
+                continue
+            yield events
+            break
+        else:
+            m = None
+        self.result.truncated = True
+        self.result.lost_bytes = len(rest) - (m.start() + 1 if m else 0)
+
+    def _read_trailer(self, trailer: bytes) -> None:
+        """The keys after the events: `, "traceName": "..." }` in a whole file."""
+        try:
+            meta = msgspec.json.decode(b'{"traceEvents":[]' + trailer)
+        except msgspec.DecodeError:
+            if trailer.strip(_WHITESPACE):
+                self.result.truncated = self.result.lost_trailer = True
+                self.result.lost_bytes = len(trailer)
+            return
+        if isinstance(meta, dict):
+            meta.pop("traceEvents", None)
+            self.result.metadata.update(meta)
 
 
 def _rfind_boundary(buf: bytes, lo: int, hi: int) -> int | None:

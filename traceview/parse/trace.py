@@ -88,8 +88,8 @@ def _truncation_note(source: ByteSource, lost: int, lost_trailer: bool, kept: in
 def _finish_events(frames: list[pl.DataFrame], notes: list[Note]) -> pl.DataFrame:
     events = pl.concat(frames) if frames else pl.DataFrame(schema=EVENT_SCHEMA)
     events = events.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
-    missing = events.filter(pl.col("ts_us").is_null() | pl.col("dur_us").is_null()).height
-    negative = events.filter(pl.col("dur_us") < 0).height
+    missing = events.filter(pl.col("ts_ns").is_null() | pl.col("dur_ns").is_null()).height
+    negative = events.filter(pl.col("dur_ns") < 0).height
     if missing:
         notes.append(
             Note(
@@ -105,18 +105,7 @@ def _finish_events(frames: list[pl.DataFrame], notes: list[Note]) -> pl.DataFram
             )
         )
     return (
-        events.filter(pl.col("ts_us").is_not_null() & (pl.col("dur_us") >= 0))
-        .with_columns(ts_ns=_ns(pl.col("ts_us")))
-        .with_columns(end_ns=pl.col("ts_ns") + _ns(pl.col("dur_us")))
-        .drop("ts_us", "dur_us")
+        events.filter(pl.col("ts_ns").is_not_null() & (pl.col("dur_ns") >= 0))
+        .with_columns(end_ns=pl.col("ts_ns") + pl.col("dur_ns"))
+        .drop("dur_ns")
     )
-
-
-def _ns(us: pl.Expr) -> pl.Expr:
-    """Microseconds (with up to three decimals) -> integer nanoseconds, without float overflow.
-
-    Epoch timestamps in ns exceed float64's exact range, so the whole microseconds and the
-    fraction are converted separately.
-    """
-    whole = us.floor()
-    return whole.cast(pl.Int64) * 1000 + ((us - whole) * 1000).round().cast(pl.Int64)

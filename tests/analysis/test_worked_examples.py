@@ -1,0 +1,70 @@
+"""Every metric on the two hand-built traces of tests/tracebuild.py, answers computed by hand
+(README "Metric definitions" walks through the same numbers). Times in µs -> ns."""
+
+import pytest
+
+from tests import tracebuild as tb
+from traceview.analysis import analyze_trace
+
+US = 1000
+
+
+def test_gpu_steps_totals_and_collectives(tmp_path):
+    report = analyze_trace(tb.write(tmp_path / "gpu.json", tb.document(tb.gpu_example())))
+    assert (report.rank, report.world_size, report.mode) == (0, 2, "gpu")
+    s1, s2 = report.steps
+    # Step 1 owns the kernels launched inside its span, including [80,130) that runs past it.
+    assert s1.step == 1
+    b = s1.breakdown
+    assert (b.start_ns, b.end_ns) == (50 * US, 140 * US)
+    assert b.compute_ns == 80 * US  # [50,130)
+    assert b.comm_ns == 70 * US  # [70,140)
+    assert b.overlap_ns == 60 * US  # [70,130)
+    assert b.exposed_comm_ns == 10 * US  # [130,140)
+    assert b.compute_only_ns == 20 * US  # [50,70)
+    assert b.idle_ns == 0
+    assert b.overlap_pct == pytest.approx(600 / 7)
+    # Step 2: compute [140,170) and the unlaunched kernel [180,190); the memcpy is not compute.
+    b = s2.breakdown
+    assert s2.step == 2
+    assert (b.start_ns, b.end_ns) == (140 * US, 190 * US)
+    assert (b.compute_ns, b.comm_ns, b.overlap_ns) == (40 * US, 0, 0)
+    assert b.idle_ns == 10 * US
+    assert b.overlap_pct is None
+    # Whole trace: window [50,190).
+    t = report.total
+    assert t is not None
+    assert (t.window_ns, t.compute_ns, t.comm_ns) == (140 * US, 120 * US, 70 * US)
+    assert (t.overlap_ns, t.exposed_comm_ns, t.compute_only_ns) == (60 * US, 10 * US, 60 * US)
+    assert t.idle_ns == 10 * US
+    (c,) = report.collectives
+    assert (c.collective, c.count, c.total_ns, c.bytes, c.bytes_known) == (
+        "all_reduce", 1, 70 * US, 4000, 1,
+    )  # fmt: skip
+
+
+def test_cpu_only_gloo_trace(tmp_path):
+    doc = tb.document(tb.cpu_example(), backend="gloo")
+    report = analyze_trace(tb.write(tmp_path / "cpu.json.gz", doc))
+    assert report.mode == "cpu"
+    (s,) = report.steps
+    b = s.breakdown
+    # Compute: top-level ops [5,25) [30,60) [62,70) [85,95), minus the collective call [40,45)
+    # inside AccumulateGrad; the wait [70,80) is not compute. Comm: gloo [41,75) [90,110).
+    assert (s.step, b.start_ns, b.end_ns) == (7, 0, 100 * US)
+    assert b.compute_ns == 63 * US
+    assert b.comm_ns == 44 * US  # clipped to the step: [41,75) + [90,100)
+    assert b.overlap_ns == 28 * US  # [45,60) + [62,70) + [90,95)
+    assert b.exposed_comm_ns == 16 * US
+    assert b.compute_only_ns == 35 * US
+    assert b.idle_ns == 21 * US
+    assert b.overlap_pct == pytest.approx(2800 / 44)
+    t = report.total
+    assert t is not None
+    assert (t.start_ns, t.end_ns) == (5 * US, 110 * US)
+    assert (t.compute_ns, t.comm_ns, t.overlap_ns) == (63 * US, 54 * US, 28 * US)
+    assert (t.exposed_comm_ns, t.idle_ns) == (26 * US, 16 * US)
+    (c,) = report.collectives
+    assert (c.collective, c.count, c.total_ns, c.bytes, c.bytes_known) == (
+        "all_reduce", 2, 54 * US, 4000, 1,
+    )  # fmt: skip

@@ -1,0 +1,73 @@
+import polars as pl
+
+from tests import tracebuild as tb
+from traceview.model import INTERVALS_SCHEMA, build_timeline
+from traceview.parse import read_trace
+
+US = 1000
+
+
+def timeline(tmp_path, events, **doc):
+    return build_timeline(read_trace(tb.write(tmp_path / "t.json", tb.document(events, **doc))))
+
+
+def test_intervals_follow_the_schema(tmp_path):
+    tl = timeline(tmp_path, tb.gpu_example())
+    assert tl.intervals.schema == pl.Schema(INTERVALS_SCHEMA)
+
+
+def test_gpu_kinds_lanes_steps_and_launches(tmp_path):
+    iv = timeline(tmp_path, tb.gpu_example()).intervals
+    rows = {r["ts_ns"] // US: r for r in iv.iter_rows(named=True)}
+    assert rows[70]["kind"] == "comm" and rows[70]["lane"] == "stream 20"
+    assert rows[70]["collective"] == "all_reduce"
+    assert (rows[70]["bytes"], rows[70]["pg"], rows[70]["seq"]) == (4000, "0", 12)
+    assert rows[170]["kind"] == "memory"
+    assert rows[80]["kind"] == "compute" and rows[80]["step"] == 1  # launched at 20 µs
+    assert rows[80]["launch_ns"] == 20 * US
+    assert rows[180]["step"] == 2 and rows[180]["launch_ns"] is None  # falls back on its start
+    assert set(iv["rank"].to_list()) == {0}
+
+
+def test_comm_pattern_adds_custom_communication_kernels(tmp_path):
+    events = [tb.step(1, 0, 100), tb.launch(1, 1), tb.kernel("my_allreduce_kernel", 10, 5, 1)]
+    path = tb.write(tmp_path / "t.json", tb.document(events))
+    assert build_timeline(read_trace(path)).intervals["kind"].to_list() == ["compute"]
+    custom = build_timeline(read_trace(path), comm_pattern="^my_allreduce")
+    assert custom.intervals["kind"].to_list() == ["comm"]
+
+
+def test_collective_of_a_kernel_comes_from_the_launching_cpu_call(tmp_path):
+    # Older traces: the kernel has no collective args; the record_param_comms op and the
+    # nccl:* span around its launch do.
+    events = [
+        tb.step(1, 0, 100),
+        tb.cpu_op("record_param_comms", 10, 20, **{"Collective name": "_reduce_scatter_base",
+                  "In msg nelems": 256, "Out msg nelems": 128, "dtype": "BFloat16"}),
+        tb.span("nccl:_reduce_scatter_base", 11, 15, tid=1),
+        tb.launch(5, 12),
+        tb.kernel("ncclKernel_ReduceScatter_RING_LL_Sum_bf16(ncclDevComm*)", 40, 10, 5),
+    ]  # fmt: skip
+    (row,) = timeline(tmp_path, events).intervals.iter_rows(named=True)
+    assert row["collective"] == "reduce_scatter"
+    assert row["bytes"] == 512  # max(256, 128) elements × 2 bytes
+
+
+def test_cpu_trace_cuts_waits_and_calls_out_of_compute(tmp_path):
+    tl = timeline(tmp_path, tb.cpu_example(), backend="gloo")
+    assert tl.mode == "cpu"
+    compute = tl.intervals.filter(pl.col("kind") == "compute").sort("ts_ns")
+    spans = [(r["ts_ns"] // US, r["end_ns"] // US) for r in compute.iter_rows(named=True)]
+    assert spans == [(5, 25), (30, 40), (45, 60), (62, 70), (85, 95)]
+    assert "aten::addmm" not in compute["name"].cast(pl.String).to_list()  # nested
+    comm = tl.intervals.filter(pl.col("kind") == "comm")
+    assert comm["lane"].unique().to_list() == ["thread 2"]
+    other = tl.intervals.filter(pl.col("kind") == "other")
+    assert set(other["collective"].to_list()) == {"all_reduce", None}
+
+
+def test_no_profiler_steps_gives_totals_only(tmp_path):
+    events = [tb.launch(1, 1), tb.kernel("k", 10, 5, 1)]
+    tl = timeline(tmp_path, events)
+    assert tl.intervals["step"].to_list() == [None]
+    assert any("no ProfilerStep" in n.message for n in tl.notes)

@@ -1,0 +1,146 @@
+"""The shapes a trace file comes in, old and new."""
+
+import gzip
+import json
+
+import msgspec
+import pytest
+
+from tests import tracebuild as tb
+from traceview.parse import read_trace
+from traceview.parse import source as source_module
+
+EVENTS = [tb.step(1, 0, 100), tb.launch(1, 5), tb.kernel("k", 10, 20, 1)]
+
+
+def test_object_form_plain_and_gzip_give_the_same_events(tmp_path):
+    plain = read_trace(tb.write(tmp_path / "a.json", tb.document(EVENTS)))
+    packed = read_trace(tb.write(tmp_path / "a.json.gz", tb.document(EVENTS)))
+    assert plain.events.drop("row").equals(packed.events.drop("row"))
+    assert plain.events.height == 3
+    assert plain.size_bytes == packed.size_bytes
+
+
+def test_gzip_is_recognised_by_content_not_name(tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_bytes(gzip.compress(json.dumps(tb.document(EVENTS)).encode()))
+    assert read_trace(path).events.height == 3
+
+
+def test_bare_array_form_with_and_without_closing_bracket(tmp_path):
+    text = json.dumps(EVENTS)
+    (tmp_path / "a.json").write_text(text)
+    (tmp_path / "b.json").write_text(text.rstrip("]") + ",\n")  # the Chrome format allows it
+    for name in ("a.json", "b.json"):
+        trace = read_trace(tmp_path / name)
+        assert trace.events.height == 3
+        assert not trace.truncated
+        assert trace.meta.rank is None
+
+
+def test_metadata_before_and_after_the_events(tmp_path):
+    doc = {"traceEvents": EVENTS, "distributedInfo": {"rank": 3, "world_size": 4,
+           "backend": "nccl"}, "baseTimeNanoseconds": 1700000000000000000, "displayTimeUnit": "ms"}  # fmt: skip
+    trace = read_trace(tb.write(tmp_path / "t.json", doc))
+    assert (trace.meta.rank, trace.meta.world_size, trace.meta.backend) == (3, 4, "nccl")
+    assert trace.meta.base_time_ns == 1700000000000000000
+    assert trace.meta.extra["displayTimeUnit"] == "ms"
+
+
+def test_rank_is_unknown_without_distributed_info_never_guessed(tmp_path):
+    trace = read_trace(tb.write(tmp_path / "rank5.json", tb.document(EVENTS, rank=None)))
+    assert trace.meta.rank is None and trace.meta.world_size is None
+    assert any("rank and world size unknown" in n.message for n in trace.notes)
+
+
+def test_impossible_rank_is_reported_unknown(tmp_path):
+    doc = tb.document(EVENTS, rank=4, world=4)
+    trace = read_trace(tb.write(tmp_path / "t.json", doc))
+    assert trace.meta.rank is None
+    assert any("not usable" in n.message for n in trace.notes)
+
+
+def test_epoch_microseconds_with_fractions_become_exact_nanoseconds(tmp_path):
+    # 1.7e18 ns is beyond float64's exact integers: the fraction must be converted apart.
+    (tmp_path / "t.json").write_text(
+        '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7,'
+        ' "ts": 1700000000123456.789, "dur": 2.5, "args": {"stream": 7, "correlation": 1}}]}'
+    )
+    row = read_trace(tmp_path / "t.json").events.row(0, named=True)
+    assert row["ts_ns"] == 1700000000123456789
+    assert row["end_ns"] - row["ts_ns"] == 2500
+
+
+def test_old_format_string_ids_and_capitalised_categories(tmp_path):
+    events = [
+        {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 10,
+         "dur": 5, "args": {"correlation": 1, "external id": 9}},
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 25, "tid": "25",
+         "ts": 1, "dur": 2, "args": {"correlation": 1}},
+    ]  # fmt: skip
+    ev = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": events})).events
+    rows = {r["cat"]: r for r in ev.iter_rows(named=True)}
+    assert rows["kernel"]["tid"] == 7 and rows["kernel"]["external_id"] == 9
+    assert rows["runtime"]["tid"] == 25
+
+
+def test_fields_of_unexpected_types_are_decoded_leniently(tmp_path):
+    events = [tb.kernel("k", 10, 5, 1), {**tb.launch(1, 1), "args": {"correlation": "1"}}]
+    trace = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": events}))
+    assert sorted(trace.events["correlation"].to_list()) == [1, 1]
+    assert any("unexpected types" in n.message for n in trace.notes)
+
+
+def test_chunk_boundaries_inside_strings_are_rejected(tmp_path, monkeypatch):
+    # Tiny chunks force a cut attempt at every "}, {" — including the ones inside names.
+    monkeypatch.setattr(source_module, "CHUNK_SIZE", 64)
+    tricky = [tb.cpu_op(f"op}}, {{ number {i}", i * 10, 5) for i in range(40)]
+    trace = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": tricky}))
+    assert trace.events.height == 40
+    assert trace.events["name"].cast(str).to_list()[3] == "op}, { number 3"
+
+
+def test_many_chunks_keep_every_event(tmp_path, monkeypatch):
+    monkeypatch.setattr(source_module, "CHUNK_SIZE", 4096)
+    events = [tb.cpu_op(f"aten::op{i}", i, 1) for i in range(3000)]
+    for name in ("t.json", "t.json.gz"):
+        trace = read_trace(tb.write(tmp_path / name, tb.document(events)))
+        assert trace.events.height == 3000
+        assert trace.events["ts_ns"].to_list() == [i * 1000 for i in range(3000)]
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.9, 0.999])
+def test_truncated_trace_keeps_the_complete_events(tmp_path, cut):
+    events = [tb.cpu_op(f"aten::op{i}", i, 1) for i in range(200)]
+    data = json.dumps(tb.document(events), indent=1).encode()
+    (tmp_path / "t.json").write_bytes(data[: int(len(data) * cut)])
+    trace = read_trace(tmp_path / "t.json")
+    assert trace.truncated
+    kept = trace.events.height
+    assert 0 < kept < 200
+    assert trace.events["name"].cast(str).to_list() == [f"aten::op{i}" for i in range(kept)]
+    (note,) = [n for n in trace.notes if n.lossy]
+    assert "truncated" in note.message and f"kept {kept:,} complete events" in note.message
+
+
+def test_truncated_gzip_keeps_the_complete_events(tmp_path):
+    events = [tb.cpu_op(f"aten::op{i}", i, 1) for i in range(2000)]
+    packed = gzip.compress(json.dumps(tb.document(events)).encode())
+    (tmp_path / "t.json.gz").write_bytes(packed[: len(packed) // 2])
+    trace = read_trace(tmp_path / "t.json.gz")
+    assert trace.truncated and 0 < trace.events.height < 2000
+
+
+def test_trace_cut_after_its_events_keeps_them_all(tmp_path):
+    data = json.dumps(tb.document(EVENTS) | {"traceName": "x" * 50}).encode()
+    (tmp_path / "t.json").write_bytes(data[:-20])  # inside the trailing key
+    trace = read_trace(tmp_path / "t.json")
+    assert trace.truncated and trace.events.height == 3
+
+
+def test_events_are_decoded_with_only_the_fields_used(tmp_path):
+    # Unknown keys of any shape are skipped, not an error.
+    event = {**tb.launch(1, 1), "args": {"correlation": 1, "weird": {"a": [1, {"b": None}]}}}
+    trace = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": [event], "x": {"y": 1}}))
+    assert trace.events.height == 1
+    assert msgspec  # the decoder under test

@@ -1,0 +1,73 @@
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from traceview.algebra import EMPTY, IntervalSet, clip, difference, group_ids, intersect, union
+
+
+def as_pairs(s: IntervalSet) -> list[tuple[int, int]]:
+    return list(zip(s.starts.tolist(), s.ends.tolist(), strict=True))
+
+
+def test_union_merges_overlapping_and_touching_and_drops_empty():
+    u = union([5, 0, 3, 20, 30, 40], [10, 4, 6, 25, 30, 41])
+    assert as_pairs(u) == [(0, 10), (20, 25), (40, 41)]
+    assert u.length == 10 + 5 + 1
+
+
+def test_union_of_nothing_is_empty():
+    assert union([], []).length == 0
+    assert len(union([3], [3])) == 0
+
+
+def test_intersect_and_difference_by_hand():
+    a = union([0, 20], [10, 25])
+    b = union([2, 8], [6, 22])
+    assert as_pairs(intersect(a, b)) == [(2, 6), (8, 10), (20, 22)]
+    assert as_pairs(difference(a, b)) == [(0, 2), (6, 8), (22, 25)]
+    assert as_pairs(difference(b, a)) == [(10, 20)]
+
+
+def test_touching_sets_do_not_intersect():
+    assert intersect(union([0], [5]), union([5], [9])).length == 0
+    assert as_pairs(difference(union([0], [5]), union([5], [9]))) == [(0, 5)]
+
+
+def test_operations_with_empty_sets():
+    a = union([1], [4])
+    assert intersect(a, EMPTY).length == 0
+    assert as_pairs(difference(a, EMPTY)) == [(1, 4)]
+    assert difference(EMPTY, a).length == 0
+
+
+def test_clip_to_window():
+    a = union([0, 20], [10, 25])
+    assert as_pairs(clip(a, 5, 22)) == [(5, 10), (20, 22)]
+    assert clip(a, 11, 19).length == 0
+
+
+def test_group_ids_of_sorted_intervals():
+    starts = np.array([0, 2, 5, 12, 13], dtype=np.int64)
+    ends = np.array([10, 4, 11, 14, 20], dtype=np.int64)
+    assert group_ids(starts, ends).tolist() == [0, 0, 0, 1, 1]
+
+
+intervals = st.lists(
+    st.tuples(st.integers(0, 60), st.integers(0, 12)).map(lambda t: (t[0], t[0] + t[1])),
+    max_size=12,
+)
+
+
+def covered(pairs: list[tuple[int, int]]) -> set[int]:
+    return {t for s, e in pairs for t in range(s, e)}
+
+
+@given(intervals, intervals)
+def test_matches_unit_grid_brute_force(xs, ys):
+    a = union([s for s, _ in xs], [e for _, e in xs])
+    b = union([s for s, _ in ys], [e for _, e in ys])
+    ca, cb = covered(xs), covered(ys)
+    assert a.length == len(ca)
+    assert intersect(a, b).length == len(ca & cb)
+    assert difference(a, b).length == len(ca - cb)
+    assert covered(as_pairs(union(*(np.concatenate(p) for p in zip(a, b, strict=True))))) == ca | cb
