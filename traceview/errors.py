@@ -21,6 +21,10 @@ class TraceviewError(Exception):
         self.exit_code = exit_code
 
 
+class NotATraceError(TraceviewError):
+    """Valid JSON that is not a profiler trace: in a folder, such files are skipped."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Note:
     """Something the reader of a result must know. `lossy` notes mean input was dropped."""

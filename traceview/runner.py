@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceview.analysis.report import RankReport, analyze_trace
-from traceview.errors import TraceviewError
+from traceview.errors import NotATraceError, TraceviewError
 from traceview.parse.source import ProgressFn
 
 
@@ -18,17 +18,20 @@ from traceview.parse.source import ProgressFn
 class Failure:
     path: Path
     message: str
+    not_a_trace: bool = False  # well-formed JSON of another kind
 
 
 Outcome = RankReport | Failure
 DoneFn = Callable[[int, int, Outcome], None]  # (finished so far, total, what finished)
 
 
-def _analyze_one(path: Path, comm_pattern: str | None) -> Outcome:
+def _analyze_one(
+    path: Path, comm_pattern: str | None, progress: ProgressFn | None = None
+) -> Outcome:
     try:
-        return analyze_trace(path, comm_pattern=comm_pattern)
+        return analyze_trace(path, comm_pattern=comm_pattern, progress=progress)
     except TraceviewError as e:
-        return Failure(path, e.message)
+        return Failure(path, e.message, isinstance(e, NotATraceError))
     except MemoryError:
         return Failure(path, f"{path}: out of memory while analysing")
 
@@ -46,10 +49,7 @@ def analyze_many(
     if workers == 1:
         outcomes: list[Outcome] = []
         for i, path in enumerate(paths):
-            try:
-                outcomes.append(analyze_trace(path, comm_pattern=comm_pattern, progress=progress))
-            except TraceviewError as e:
-                outcomes.append(Failure(path, e.message))
+            outcomes.append(_analyze_one(path, comm_pattern, progress))
             if on_done:
                 on_done(i + 1, len(paths), outcomes[-1])
         return outcomes

@@ -87,7 +87,13 @@ def run(args: argparse.Namespace) -> int:
     if len(files) == 1 and progress.enabled:
         sys.stderr.write("\r" + " " * 50 + "\r")
     reports = [o for o in outcomes if isinstance(o, RankReport)]
-    failures = [o for o in outcomes if isinstance(o, Failure)]
+    in_folders = {f for g in groups if g.is_folder for f in g.files}
+    skipped = [
+        o for o in outcomes if isinstance(o, Failure) and o.not_a_trace and o.path in in_folders
+    ]
+    failures = [o for o in outcomes if isinstance(o, Failure) and o not in skipped]
+    for s in skipped:
+        print(f"traceview: skipped {s.path}: not a profiler trace", file=sys.stderr)
     for g in groups:
         if g.is_folder:
             check_one_job(g.source, [r for r in reports if r.trace in g.files])

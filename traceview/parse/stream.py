@@ -37,6 +37,10 @@ class StreamError(Exception):
     """The bytes are not a trace; the message says why, for one line of output."""
 
 
+class NotATrace(StreamError):
+    """Well-formed JSON, but without a traceEvents array."""
+
+
 @dataclass
 class StreamResult:
     """What the stream learned besides the events, filled in as it goes."""
@@ -113,7 +117,7 @@ class EventStream:
             msgspec.json.decode(buf[start:])
         except msgspec.DecodeError:
             raise StreamError("not valid JSON, and no traceEvents array found") from None
-        raise StreamError("JSON without a traceEvents array: not a profiler trace")
+        raise NotATrace("JSON without a traceEvents array: not a profiler trace")
 
     # -- the middle -----------------------------------------------------------------------
 

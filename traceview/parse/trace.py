@@ -7,11 +7,11 @@ from pathlib import Path
 
 import polars as pl
 
-from traceview.errors import Note, TraceviewError
+from traceview.errors import NotATraceError, Note, TraceviewError
 from traceview.parse.columns import COMM_ARGS_SCHEMA, EVENT_SCHEMA, complete_events, thread_names
 from traceview.parse.metadata import TraceMeta, read_meta
 from traceview.parse.source import ByteSource, ProgressFn
-from traceview.parse.stream import EventStream, StreamError
+from traceview.parse.stream import EventStream, NotATrace, StreamError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +43,8 @@ def read_trace(path: str | Path, progress: ProgressFn | None = None) -> Trace:
             frames.append(frame)
             comm_frames.append(comm)
             thread_names(batch, names)
+    except NotATrace as e:
+        raise NotATraceError(f"{path}: {e}") from None
     except StreamError as e:
         where = " (the gzip stream is cut short)" if source.cut_short else ""
         raise TraceviewError(f"{path}: {e}{where}") from None

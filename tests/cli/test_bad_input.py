@@ -1,0 +1,171 @@
+"""Bad input: a one-line message, a non-zero exit, never a traceback."""
+
+import gzip
+import json
+import os
+
+import pytest
+
+from tests import tracebuild as tb
+from tests.cli.run_cli import Result, traceview
+
+GOOD = [tb.step(1, 0, 100), tb.launch(1, 5), tb.kernel("k", 10, 20, 1)]
+
+
+def one_line_error(result: Result, code: int, *fragments: str) -> None:
+    assert result.code == code, result
+    assert "Traceback" not in result.err
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("traceview: error: ")
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_empty_file(tmp_path):
+    (tmp_path / "t.json").write_bytes(b"")
+    one_line_error(traceview("analyze", tmp_path / "t.json"), 2, "empty file")
+
+
+def test_not_json(tmp_path):
+    (tmp_path / "t.json").write_text("hello, world\n")
+    one_line_error(traceview("analyze", tmp_path / "t.json"), 2, "not JSON")
+
+
+def test_json_that_is_not_a_trace(tmp_path):
+    (tmp_path / "t.json").write_text(json.dumps({"loss": [1.0, 0.5]}))
+    one_line_error(traceview("analyze", tmp_path / "t.json"), 2, "not a profiler trace")
+
+
+def test_broken_json_inside_the_events(tmp_path):
+    text = json.dumps(tb.document(GOOD * 3)).replace('"dur": 20', '"dur": 2!0', 1)
+    (tmp_path / "t.json").write_text(text)
+    result = traceview("analyze", tmp_path / "t.json")
+    assert result.code != 0 and "Traceback" not in result.err
+
+
+def test_corrupt_gzip(tmp_path):
+    packed = bytearray(gzip.compress(json.dumps(tb.document(GOOD * 50)).encode()))
+    packed[40:60] = b"\xff" * 20
+    (tmp_path / "t.json.gz").write_bytes(bytes(packed))
+    one_line_error(traceview("analyze", tmp_path / "t.json.gz"), 2, "corrupt gzip")
+
+
+def test_truncated_file_recovers_and_says_so(tmp_path):
+    events = [tb.step(1, 0, 1000)] + [x for i in range(50) for x in
+              (tb.launch(i + 1, 10 * i + 1), tb.kernel("k", 10 * i + 2, 5, i + 1))]  # fmt: skip
+    data = json.dumps(tb.document(events), indent=1).encode()
+    (tmp_path / "t.json").write_bytes(data[: len(data) * 2 // 3])
+    result = traceview("analyze", "--format", "json", tmp_path / "t.json")
+    assert result.code == 1
+    (line,) = result.err.strip().splitlines()
+    assert line.startswith("traceview: warning: ") and "truncated" in line
+    (rank,) = json.loads(result.out)["ranks"]
+    assert rank["truncated"] is True
+    assert any("truncated" in n["message"] and n["severity"] == "lossy" for n in rank["notes"])
+    assert rank["total"]["compute_us"] > 0
+
+
+def test_events_without_ts_or_dur(tmp_path):
+    bad = [{**tb.kernel("k", 0, 1, 7), "ts": None}, {"ph": "X", "name": "x", "ts": 3}]
+    tb.write(tmp_path / "t.json", tb.document(GOOD + bad))
+    result = traceview("analyze", tmp_path / "t.json")
+    assert result.code == 1
+    assert "2 complete events without ts or dur were skipped" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_negative_durations(tmp_path):
+    tb.write(tmp_path / "t.json", tb.document([*GOOD, tb.kernel("k", 50, -5, 9)]))
+    result = traceview("analyze", tmp_path / "t.json")
+    assert result.code == 1
+    assert "1 events with negative durations were skipped" in result.err
+
+
+def test_two_files_claiming_the_same_rank(tmp_path):
+    tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0))
+    tb.write(tmp_path / "b.json", tb.document(GOOD, rank=0))
+    one_line_error(traceview("analyze", tmp_path), 2, "rank 0 is claimed by both a.json and b.json")
+
+
+def test_folder_mixing_world_sizes(tmp_path):
+    tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0, world=2))
+    tb.write(tmp_path / "b.json", tb.document(GOOD, rank=1, world=8))
+    one_line_error(traceview("analyze", tmp_path), 2, "different jobs", "world_size")
+
+
+def test_folder_mixing_jobs_recorded_days_apart(tmp_path):
+    day_ns = 86400 * 10**9
+    tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0, baseTimeNanoseconds=17 * 10**17))
+    tb.write(tmp_path / "b.json",
+             tb.document(GOOD, rank=1, baseTimeNanoseconds=17 * 10**17 + 3 * day_ns))  # fmt: skip
+    one_line_error(traceview("analyze", tmp_path), 2, "different jobs", "72.0 h")
+
+
+def test_missing_path(tmp_path):
+    one_line_error(traceview("analyze", tmp_path / "nope.json"), 2, "no such file or folder")
+
+
+def test_folder_without_traces(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    one_line_error(traceview("analyze", tmp_path), 2, "no trace files")
+
+
+def test_broken_symlink(tmp_path):
+    (tmp_path / "t.json").symlink_to(tmp_path / "gone.json")
+    one_line_error(traceview("analyze", tmp_path / "t.json"), 2, "no such file")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_file(tmp_path):
+    path = tb.write(tmp_path / "t.json", tb.document(GOOD))
+    path.chmod(0)
+    one_line_error(traceview("analyze", path), 2, "permission denied")
+
+
+def test_unreadable_entry_in_a_folder_fails_that_file_only(tmp_path):
+    tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0, world=4))
+    (tmp_path / "rank1.json").mkdir()  # a folder where a trace should be
+    tb.write(tmp_path / "rank2.json", tb.document(GOOD, rank=2, world=4))
+    (tmp_path / "rank3.json").write_text("")
+    result = traceview("analyze", "--format", "json", tmp_path)
+    assert result.code == 2
+    assert [r["rank"] for r in json.loads(result.out)["ranks"]] == [0, 2]
+    assert result.err.strip().splitlines() == [
+        f"traceview: error: {tmp_path / 'rank3.json'}: empty file"
+    ]
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["analyze"], "required: PATH"),
+        (["analyze", "x.json", "--format", "xml"], "invalid choice: 'xml'"),
+        (["analyze", "x.json", "--steps", "a-b"], "not a step list"),
+        (["analyze", "x.json", "--comm-pattern", "(unclosed"], "invalid regular expression"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_arguments(args, fragment):
+    one_line_error(traceview(*args), 2, fragment)
+
+
+def test_output_is_replaced_whole_or_not_at_all(tmp_path):
+    out = tmp_path / "report.json"
+    out.write_text("previous report\n")
+    (tmp_path / "bad.json").write_text("not json")
+    result = traceview("analyze", tmp_path / "bad.json", "--output", out)
+    assert result.code == 2
+    assert out.read_text() == "previous report\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_other_json_in_a_folder_is_skipped_and_said(tmp_path):
+    tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0))
+    (tmp_path / "config.json").write_text(json.dumps({"lr": 0.1}))
+    result = traceview("analyze", "--format", "json", tmp_path)
+    assert result.code == 0
+    assert [r["rank"] for r in json.loads(result.out)["ranks"]] == [0]
+    assert (
+        result.err.strip() == f"traceview: skipped {tmp_path / 'config.json'}: not a profiler trace"
+    )

@@ -1,0 +1,72 @@
+"""The documented output formats of `traceview analyze` (README "Output")."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from tests import tracebuild as tb
+from tests.cli.run_cli import traceview
+from traceview.cli import main
+
+TOTAL_KEYS = {"window_us", "compute_us", "comm_us", "overlap_us", "exposed_comm_us",
+              "compute_only_us", "idle_us", "overlap_pct"}  # fmt: skip
+
+
+@pytest.fixture
+def gpu_trace(tmp_path):
+    return tb.write(tmp_path / "gpu.json.gz", tb.document(tb.gpu_example()))
+
+
+def test_json_schema(gpu_trace, capsys):
+    assert main(["analyze", "--format", "json", str(gpu_trace)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema_version"] == 1 and doc["errors"] == []
+    (rank,) = doc["ranks"]
+    assert set(rank) == {"trace", "rank", "world_size", "backend", "mode", "size_bytes",
+                         "truncated", "notes", "total", "steps", "collectives"}  # fmt: skip
+    assert (rank["rank"], rank["world_size"]) == (0, 2)
+    assert set(rank["total"]) == TOTAL_KEYS
+    assert rank["total"]["compute_us"] == 120.0 and rank["total"]["idle_us"] == 10.0
+    s1, s2 = rank["steps"]
+    assert set(s1) == TOTAL_KEYS | {"step"}
+    assert s1["overlap_pct"] == pytest.approx(600 / 7)
+    assert s2["overlap_pct"] is None  # no communication: undefined, not 0
+    assert rank["collectives"] == [{"collective": "all_reduce", "count": 1, "total_us": 70.0,
+                                    "bytes": 4000, "bytes_known": 1}]  # fmt: skip
+
+
+def test_csv_rows_per_step_and_total(gpu_trace, capsys):
+    assert main(["analyze", "--format", "csv", str(gpu_trace)]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["step"] for r in rows] == ["1", "2", "total"]
+    assert rows[0]["overlap_us"] == "60.000" and rows[1]["overlap_pct"] == ""
+    assert rows[2]["window_us"] == "140.000"
+
+
+def test_table_is_readable(gpu_trace, capsys):
+    assert main(["analyze", str(gpu_trace)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("rank 0 of 2 · nccl · gpu · ")
+    assert "overlap %" in out and "85.7" in out
+    assert "all_reduce: 1 calls, 0.070 ms, 0.0 MB" in out
+
+
+def test_step_filter_keeps_totals(gpu_trace, capsys):
+    assert main(["analyze", "--format", "json", "--steps", "2", str(gpu_trace)]) == 0
+    (rank,) = json.loads(capsys.readouterr().out)["ranks"]
+    assert [s["step"] for s in rank["steps"]] == [2]
+    assert rank["total"]["window_us"] == 140.0
+
+
+def test_output_file_and_parallel_folder(tmp_path):
+    for r in range(3):
+        tb.write(tmp_path / f"rank{r}.json", tb.document(tb.gpu_example(), rank=r, world=3))
+    out = tmp_path / "out" / "report.json"
+    out.parent.mkdir()
+    result = traceview("analyze", tmp_path, "--format", "json", "--output", out, "--jobs", "2")
+    assert result.code == 0 and result.out == ""
+    doc = json.loads(out.read_text())
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1, 2]
+    assert {r["total"]["overlap_us"] for r in doc["ranks"]} == {60.0}
