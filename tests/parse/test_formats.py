@@ -80,7 +80,7 @@ def test_old_format_string_ids_and_capitalised_categories(tmp_path):
     ]  # fmt: skip
     ev = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": events})).events
     rows = {r["cat"]: r for r in ev.iter_rows(named=True)}
-    assert rows["kernel"]["tid"] == 7 and rows["kernel"]["external_id"] == 9
+    assert rows["kernel"]["tid"] == 7 and rows["kernel"]["correlation"] == 1
     assert rows["runtime"]["tid"] == 25
 
 
@@ -144,3 +144,16 @@ def test_events_are_decoded_with_only_the_fields_used(tmp_path):
     trace = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": [event], "x": {"y": 1}}))
     assert trace.events.height == 1
     assert msgspec  # the decoder under test
+
+
+def test_every_phase_is_accepted_and_only_complete_events_are_kept(tmp_path):
+    others = [{"ph": ph, "name": "x", "pid": 1, "tid": 1, "ts": 1, "id": 3} for ph in "BEiIsfCbeMP"]
+    unknown_phase = {"ph": "Z", "ts": 1}
+    no_phase = {"name": "lost", "ts": 1, "dur": 1}
+    trace = read_trace(
+        tb.write(tmp_path / "t.json", {"traceEvents": [*EVENTS, *others, unknown_phase, no_phase]})
+    )
+    assert trace.events.height == 3
+    (lossy,) = [n for n in trace.notes if n.lossy]
+    assert lossy.message == "1 events could not be read and were skipped"  # the one without "ph"
+    assert not any("unexpected types" in n.message for n in trace.notes)

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import polars as pl
 
-from traceview.parse.events import Event
+from traceview.parse.events import CompleteEvent, MetadataEvent
 
 # Kineto has renamed its categories over the years; fold them onto one closed set.
 CATEGORY = pl.Enum(
@@ -42,15 +42,16 @@ _CATEGORY_OF = {
 # Ops whose arguments describe a collective: only these keep their (large) shape arguments.
 COMM_NAME_PREFIXES = ("nccl", "rccl", "gloo:", "c10d::", "record_param_comms", "_c10d_functional::")
 
-EVENT_SCHEMA: dict[str, pl.DataType] = {
-    "ts_ns": pl.Int64(),
-    "dur_ns": pl.Int64(),
+# Per batch: only what list comprehensions give; conversions run once on whole columns.
+BATCH_SCHEMA: dict[str, pl.DataType] = {
+    "ts_us": pl.Float64(),
+    "ts_exact_ns": pl.Int64(),  # set instead of ts_us for epoch timestamps with fractions
+    "dur_us": pl.Float64(),
     "name": pl.Categorical(),
-    "cat": CATEGORY,
+    "cat": pl.Categorical(),  # as written: "kernel", "Kernel", "cuda_runtime", ...
     "pid": pl.Int64(),
     "tid": pl.Int64(),
     "correlation": pl.Int64(),
-    "external_id": pl.Int64(),
     "device": pl.Int64(),
     "stream": pl.Int64(),
 }
@@ -78,56 +79,56 @@ def _id(value: object) -> int | None:
     return int(digits) if digits else None
 
 
-def _nanoseconds(us: list[float | int | Decimal | None]) -> pl.Series:
-    """Microseconds (up to three decimals) -> integer nanoseconds, exactly."""
-    if any(isinstance(v, Decimal) for v in us[:1]):
-        return pl.Series([None if v is None else int(v * 1000) for v in us], dtype=pl.Int64)
-    floats = pl.Series(us, dtype=pl.Float64, strict=False)
-    # Whole microseconds and the fraction apart: whole * 1000 may exceed float64's exact range.
-    whole = floats.floor()
-    return whole.cast(pl.Int64) * 1000 + ((floats - whole) * 1000).round().cast(pl.Int64)
+def nanoseconds(us: pl.Expr) -> pl.Expr:
+    """Microseconds (up to three decimals) -> integer nanoseconds, exactly: the whole
+    microseconds and the fraction apart, as whole * 1000 may exceed float64's exact range."""
+    whole = us.floor()
+    return whole.cast(pl.Int64) * 1000 + ((us - whole) * 1000).round().cast(pl.Int64)
 
 
-def _category(cat: str) -> str:
-    return _CATEGORY_OF.get(cat.lower(), "other")
+def category(raw: pl.Expr) -> pl.Expr:
+    """Kineto's category names, folded onto CATEGORY (evaluated once per distinct name)."""
+    return (
+        raw.cast(pl.String)
+        .str.to_lowercase()
+        .replace_strict(_CATEGORY_OF, default="other", return_dtype=CATEGORY)
+    )
 
 
-def complete_events(batch: list[Event], first_row: int) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Frames of the batch's complete ("X") events and of the collective arguments among them."""
-    xs = [e for e in batch if e.ph == "X"]
-    cats: dict[str, str] = {}
+def _ids(values: list[object]) -> pl.Series:
+    ids = pl.Series(values, dtype=pl.Int64, strict=False)  # strings become null ...
+    if ids.null_count() > values.count(None):  # ... and are read one by one
+        at = ids.is_null().arg_true().to_list()
+        ids = ids.scatter(at, pl.Series([_id(values[i]) for i in at], dtype=pl.Int64))
+    return ids
+
+
+def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Frames of complete ("X") events and of the collective arguments among them."""
+    # Hot path: one list comprehension per column, everything else vectorised in polars.
     args = [e.args for e in xs]
+    ts = [e.ts for e in xs]
+    exact = bool(ts) and isinstance(ts[0], Decimal)
+    names = [e.name for e in xs]
     frame = pl.DataFrame(
         {
-            "ts_ns": _nanoseconds([e.ts for e in xs]),
-            "dur_ns": _nanoseconds([e.dur for e in xs]),
-            "name": [e.name for e in xs],
-            "cat": [cats.get(e.cat) or cats.setdefault(e.cat, _category(e.cat)) for e in xs],
-            "pid": [e.pid if e.pid.__class__ is int else _id(e.pid) for e in xs],
-            "tid": [e.tid if e.tid.__class__ is int else _id(e.tid) for e in xs],
+            "ts_us": None if exact else ts,
+            "ts_exact_ns": [None if v is None else int(v * 1000) for v in ts] if exact else None,
+            "dur_us": [e.dur for e in xs],
+            "name": names,
+            "cat": [e.cat for e in xs],
+            "pid": _ids([e.pid for e in xs]),
+            "tid": _ids([e.tid for e in xs]),
             # Numbers may arrive as floats; strict=False lets polars make them integers.
             "correlation": [a.correlation if a is not None else None for a in args],
-            "external_id": [
-                (a.external_id if a.external_id is not None else a.external_id_old)
-                if a is not None
-                else None
-                for a in args
-            ],
             "device": [a.device if a is not None else None for a in args],
             "stream": [a.stream if a is not None else None for a in args],
         },
-        schema=EVENT_SCHEMA,
+        schema=BATCH_SCHEMA,
         strict=False,
     )
-    # Picked in polars (string tests on the few distinct names), then read from the structs.
-    picked = frame.select(
-        pl.arg_where(
-            pl.col("name").cast(pl.String).str.starts_with(COMM_NAME_PREFIXES[0])
-            | pl.any_horizontal(
-                pl.col("name").cast(pl.String).str.starts_with(p) for p in COMM_NAME_PREFIXES[1:]
-            )
-        )
-    ).to_series()
+    comm_names = {n for n in set(names) if n.startswith(COMM_NAME_PREFIXES)}
+    picked = frame["name"].is_in(list(comm_names)).arg_true() if comm_names else []
     comm = [(first_row + i, a) for i in picked if (a := args[i]) is not None]
     comm_frame = pl.DataFrame(
         {
@@ -150,9 +151,9 @@ def complete_events(batch: list[Event], first_row: int) -> tuple[pl.DataFrame, p
     return frame, comm_frame
 
 
-def thread_names(batch: list[Event], names: dict[tuple[int, int], list[str]]) -> None:
+def thread_names(metadata: list[MetadataEvent], names: dict[tuple[int, int], list[str]]) -> None:
     """Collect "thread_name" metadata; a thread may be named more than once."""
-    for e in [e for e in batch if e.ph == "M"]:
+    for e in metadata:
         if e.name == "thread_name" and e.args is not None and e.args.name:
             pid, tid = _id(e.pid), _id(e.tid)
             if pid is not None and tid is not None:

@@ -1,13 +1,16 @@
 """Typed decoding of trace events: only the fields the analyses use are decoded.
 
 msgspec skips every other key without building Python objects for it, which is most of the
-speed of the parser. `gc=False` because millions of these short-lived structs would otherwise
-keep the cycle collector busy.
+speed of the parser; events are told apart by their phase ("ph") as they are decoded.
+`gc=False` because millions of these short-lived structs would otherwise keep the cycle
+collector busy.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any, Union
 
 import msgspec
 
@@ -16,8 +19,6 @@ Number = int | float
 
 class Args(msgspec.Struct, gc=False):
     correlation: Number | None = None
-    external_id: Number | None = msgspec.field(default=None, name="External id")
-    external_id_old: Number | None = msgspec.field(default=None, name="external id")
     device: Number | None = None
     stream: Number | None = None
     # Collective arguments (record_param_comms ops, and NCCL kernels in newer traces).
@@ -37,8 +38,9 @@ class Args(msgspec.Struct, gc=False):
     name: str | None = None
 
 
-class Event(msgspec.Struct, gc=False):
-    ph: str = ""
+class CompleteEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A span: CPU op, annotation, runtime call, kernel, memcpy..."""
+
     cat: str = ""
     name: str = ""
     pid: int | str | None = None
@@ -48,26 +50,60 @@ class Event(msgspec.Struct, gc=False):
     args: Args | None = None
 
 
-class PreciseEvent(Event, gc=False):
+class PreciseCompleteEvent(CompleteEvent, tag="X"):
     """Timestamps kept as decimals: epoch microseconds with fractions exceed float64's precision."""
 
     ts: Decimal | None = None  # type: ignore[assignment]  # a narrower use of the same field
 
 
-EVENT_LIST = msgspec.json.Decoder(list[Event])
-PRECISE_EVENT_LIST = msgspec.json.Decoder(list[PreciseEvent])
+class MetadataEvent(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
+    """Process and thread names."""
+
+    name: str = ""
+    pid: int | str | None = None
+    tid: int | str | None = None
+    args: Args | None = None
+
+
+# Every other phase of the Chrome trace format (flows, instants, counters, async, ...) is
+# recognised by its "ph" and nothing else is read: a flow event costs almost nothing.
+_OTHER_PHASES = "BEiIbneSTpFstfCPONDVvRc()"
+_OTHERS = tuple(
+    msgspec.defstruct(f"Phase{ord(ph)}", [], gc=False, tag_field="ph", tag=ph)
+    for ph in _OTHER_PHASES
+)
+KNOWN_PHASES = frozenset("XM" + _OTHER_PHASES)
+
+
+@dataclass(frozen=True)
+class Batch:
+    complete: list[CompleteEvent]
+    metadata: list[MetadataEvent]
+
+    @classmethod
+    def of(cls, events: list[Any], *, precise: bool = False) -> Batch:
+        complete = PreciseCompleteEvent if precise else CompleteEvent
+        return cls(
+            [e for e in events if e.__class__ is complete],
+            [e for e in events if e.__class__ is MetadataEvent],
+        )
+
+
+AnyEvent: Any = Union[(CompleteEvent, MetadataEvent, *_OTHERS)]
+PreciseEvent: Any = Union[(PreciseCompleteEvent, MetadataEvent, *_OTHERS)]
+EVENTS = msgspec.json.Decoder(list[AnyEvent])
+PRECISE_EVENTS = msgspec.json.Decoder(list[PreciseEvent])
+STRICT_EVENT = msgspec.json.Decoder(AnyEvent)
+LENIENT_EVENT = msgspec.json.Decoder(AnyEvent, strict=False)  # "7" -> 7 and the like
 # Below this many microseconds a float64 timestamp still resolves nanoseconds exactly.
 FLOAT_EXACT_US = 2**53 / 1000 / 2
 
 
-def needs_precision(batch: list[Event]) -> bool:
+def needs_precision(complete: list[CompleteEvent]) -> bool:
     """True when the batch has epoch-sized timestamps with fractions (float64 would blur them)."""
-    for e in batch:
+    for e in complete:
         if e.ts is not None:
             if e.ts < FLOAT_EXACT_US:
                 return False  # one clock per trace: the first timestamp decides
             break
-    return any(e.ts is not None and e.ts % 1 for e in batch)
-
-
-LENIENT_EVENT = msgspec.json.Decoder(Event, strict=False)  # "7" -> 7 and the like
+    return any(e.ts is not None and e.ts % 1 for e in complete)

@@ -10,7 +10,7 @@ from traceview.errors import TraceviewError
 
 GZIP_MAGIC = b"\x1f\x8b"
 READ_SIZE = 4 << 20  # compressed or plain bytes read per system call
-CHUNK_SIZE = 16 << 20  # uncompressed bytes handed on at once (bounds memory)
+CHUNK_SIZE = 4 << 20  # uncompressed bytes handed on at once (bounds memory)
 
 ProgressFn = Callable[[int, int], None]  # (bytes of the file consumed, file size)
 

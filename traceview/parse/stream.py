@@ -18,10 +18,12 @@ from typing import Any
 import msgspec
 
 from traceview.parse.events import (
-    EVENT_LIST,
+    EVENTS,
+    KNOWN_PHASES,
     LENIENT_EVENT,
-    PRECISE_EVENT_LIST,
-    Event,
+    PRECISE_EVENTS,
+    STRICT_EVENT,
+    Batch,
     needs_precision,
 )
 
@@ -60,7 +62,7 @@ class EventStream:
         self.result = StreamResult()
         self._offset = 0  # file offset of the start of the current buffer
 
-    def batches(self) -> Iterator[list[Event]]:
+    def batches(self) -> Iterator[Batch]:
         buf = b""
         it = iter(self._chunks)
         pos = None  # start of undecoded events in buf; None while reading the header
@@ -121,7 +123,7 @@ class EventStream:
 
     # -- the middle -----------------------------------------------------------------------
 
-    def _last_cut(self, buf: bytes, pos: int) -> tuple[list[Event], int] | None:
+    def _last_cut(self, buf: bytes, pos: int) -> tuple[Batch, int] | None:
         """Decode buf[pos:] up to its last event boundary; return the batch and the next start."""
         hi = len(buf)
         for _ in range(MAX_CUT_RETRIES):
@@ -129,7 +131,8 @@ class EventStream:
             if close is None:
                 return None
             try:
-                batch = self._decode(b"[" + buf[pos : close + 1] + b"]")
+                # One copy: join reads the memoryview in place.
+                batch = self._decode(b"".join((b"[", memoryview(buf)[pos : close + 1], b"]")))
             except msgspec.DecodeError:
                 hi = close  # a false boundary inside a string, or a broken event: go left
                 continue
@@ -138,29 +141,38 @@ class EventStream:
             return batch, nxt.end() - 1
         raise StreamError(f"invalid JSON in the events near byte {self._offset + pos:,}")
 
-    def _decode(self, doc: bytes) -> list[Event]:
+    def _decode(self, doc: bytes) -> Batch:
         try:
-            batch = EVENT_LIST.decode(doc)
+            batch = Batch.of(EVENTS.decode(doc))
         except msgspec.ValidationError:
             return self._decode_leniently(msgspec.json.decode(doc))
-        if needs_precision(batch):
-            return list(PRECISE_EVENT_LIST.decode(doc))
+        if needs_precision(batch.complete):
+            return Batch.of(PRECISE_EVENTS.decode(doc), precise=True)
         return batch
 
-    def _decode_leniently(self, raw_events: list[Any]) -> list[Event]:
+    def _decode_leniently(self, raw_events: list[Any]) -> Batch:
         """A field had an unexpected type: decode event by event, dropping unreadable ones."""
         events = []
         for raw in raw_events:
+            text = msgspec.json.encode(raw)
             try:
-                events.append(LENIENT_EVENT.decode(msgspec.json.encode(raw)))
+                events.append(STRICT_EVENT.decode(text))
+                continue
+            except msgspec.ValidationError:
+                pass
+            try:
+                events.append(LENIENT_EVENT.decode(text))
                 self.result.retyped_events += 1
             except msgspec.ValidationError:
-                self.result.dropped_events += 1
-        return events
+                known = isinstance(raw, dict) and raw.get("ph") in KNOWN_PHASES
+                if known or not isinstance(raw, dict) or "ph" not in raw:
+                    self.result.dropped_events += 1
+                # else: a phase outside the Chrome trace format, which nothing here reads
+        return Batch.of(events)
 
     # -- the end --------------------------------------------------------------------------
 
-    def _finish(self, buf: bytes, pos: int) -> Iterator[list[Event]]:
+    def _finish(self, buf: bytes, pos: int) -> Iterator[Batch]:
         """The last event, then the keys after the array (object form)."""
         rest = buf[pos:]
         if self.result.bare_array:
@@ -181,7 +193,7 @@ class EventStream:
             self.result.truncated = True
             self.result.lost_bytes = len(rest)  # the last event itself is incomplete
 
-    def _finish_array(self, rest: bytes) -> Iterator[list[Event]]:
+    def _finish_array(self, rest: bytes) -> Iterator[Batch]:
         # The Chrome trace format lets the array form omit its closing bracket.
         body = rest.rstrip(_WHITESPACE)
         body = body[:-1] if body.endswith(b"]") else body.rstrip(b",")

@@ -8,7 +8,14 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import NotATraceError, Note, TraceviewError
-from traceview.parse.columns import COMM_ARGS_SCHEMA, EVENT_SCHEMA, complete_events, thread_names
+from traceview.parse.columns import (
+    BATCH_SCHEMA,
+    COMM_ARGS_SCHEMA,
+    category,
+    complete_events,
+    nanoseconds,
+    thread_names,
+)
 from traceview.parse.metadata import TraceMeta, read_meta
 from traceview.parse.source import ByteSource, ProgressFn
 from traceview.parse.stream import EventStream, NotATrace, StreamError
@@ -38,11 +45,11 @@ def read_trace(path: str | Path, progress: ProgressFn | None = None) -> Trace:
     rows = 0
     try:
         for batch in stream.batches():
-            frame, comm = complete_events(batch, rows)
+            frame, comm = complete_events(batch.complete, rows)
             rows += frame.height
             frames.append(frame)
             comm_frames.append(comm)
-            thread_names(batch, names)
+            thread_names(batch.metadata, names)
     except NotATrace as e:
         raise NotATraceError(f"{path}: {e}") from None
     except StreamError as e:
@@ -88,8 +95,13 @@ def _truncation_note(source: ByteSource, lost: int, lost_trailer: bool, kept: in
 
 
 def _finish_events(frames: list[pl.DataFrame], notes: list[Note]) -> pl.DataFrame:
-    events = pl.concat(frames) if frames else pl.DataFrame(schema=EVENT_SCHEMA)
-    events = events.with_row_index("row").with_columns(pl.col("row").cast(pl.Int64))
+    events = pl.concat(frames) if frames else pl.DataFrame(schema=BATCH_SCHEMA)
+    events = events.with_row_index("row").with_columns(
+        pl.col("row").cast(pl.Int64),
+        cat=category(pl.col("cat")),
+        ts_ns=pl.coalesce("ts_exact_ns", nanoseconds(pl.col("ts_us"))),
+        dur_ns=nanoseconds(pl.col("dur_us")),
+    )
     missing = events.filter(pl.col("ts_ns").is_null() | pl.col("dur_ns").is_null()).height
     negative = events.filter(pl.col("dur_ns") < 0).height
     if missing:
@@ -109,5 +121,5 @@ def _finish_events(frames: list[pl.DataFrame], notes: list[Note]) -> pl.DataFram
     return (
         events.filter(pl.col("ts_ns").is_not_null() & (pl.col("dur_ns") >= 0))
         .with_columns(end_ns=pl.col("ts_ns") + pl.col("dur_ns"))
-        .drop("dur_ns")
+        .drop("ts_us", "ts_exact_ns", "dur_us", "dur_ns")
     )

@@ -1,0 +1,128 @@
+"""Speed and memory of `traceview analyze`, end to end, against stdlib json.load.
+
+Builds traces by tiling a real one (benchmarks/tile.py) at the sizes asked, runs each tool as
+its own process, and reports wall time, CPU time, MB/s per core and peak RSS. Run from the
+repository root:
+
+    .venv/bin/python benchmarks/bench_analyze.py                 # 50, 200, 1000 MB + 8 x 200 MB
+    .venv/bin/python benchmarks/bench_analyze.py --sizes 50 --ranks 0   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tile import tile  # noqa: E402
+
+ROOT = Path(__file__).parents[1]
+DEFAULT_SOURCES = [
+    ROOT.parent / "shared/traces/nccl_ddp_resnet_w2_rank0/nccl_data.json.gz",  # Kineto's own text
+    ROOT / "tests/fixtures/traces/nccl_ddp_w2_rank0_step5.json.gz",  # the same job, one step
+]
+MB = 1e6
+
+
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float
+    peak_rss_mb: float
+
+
+def measure(cmd: list[str], repeat: int) -> Run:
+    """The median (by wall time) of `repeat` runs: this machine's timings vary run to run."""
+    runs = sorted((measure_once(cmd) for _ in range(repeat)), key=lambda r: r.wall_s)
+    return runs[len(runs) // 2]
+
+
+def measure_once(cmd: list[str]) -> Run:
+    """Run cmd; its wall time, its CPU time with its children's, and the largest process's RSS."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(
+            f"failed: {' '.join(cmd)}\n{proc.stderr.read().decode() if proc.stderr else ''}"
+        )
+    # ru_maxrss (KiB) of wait4 covers the child; worker processes it waited for are included.
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024 / MB)
+
+
+def traceview_cmd(path: Path) -> list[str]:
+    return [sys.executable, "-m", "traceview", "analyze", str(path), "--format", "json",
+            "--output", os.devnull, "--no-progress"]  # fmt: skip
+
+
+def json_load_cmd(path: Path) -> list[str]:
+    code = "import json, sys; json.load(open(sys.argv[1], 'rb'))"
+    return [sys.executable, "-c", code, str(path)]
+
+
+def row(label: str, size: float, run: Run, baseline: Run | None = None) -> str:
+    per_core = size / MB / run.cpu_s
+    text = (f"| {label} | {size / MB:,.0f} | {run.wall_s:.2f} | {run.cpu_s:.2f} | "
+            f"{run.cpu_s / run.wall_s:.2f} | {size / MB / run.wall_s:,.0f} | {per_core:,.0f} | "
+            f"{run.peak_rss_mb:,.0f} | {run.peak_rss_mb / (size / MB):.2f}× |")  # fmt: skip
+    if baseline:
+        text += f" {baseline.wall_s / run.wall_s:.1f}× |"
+    return text
+
+
+HEADER = ("| what | MB | wall s | CPU s | cores used | MB/s | MB/s per core | peak RSS MB | "
+          "RSS / size | faster than json.load |\n|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--sizes", default="50,200,1000", help="single-trace sizes in MB")
+    ap.add_argument("--ranks", type=int, default=8, help="rank traces in the folder run (0: skip)")
+    ap.add_argument("--rank-size", type=int, default=200, help="MB per rank trace")
+    ap.add_argument("--source", type=Path, help="the real trace to tile")
+    ap.add_argument("--work", type=Path, default=ROOT / "bench_out", help="where traces are built")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median kept)")
+    args = ap.parse_args()
+    source = args.source or next((p for p in DEFAULT_SOURCES if p.exists()), None)
+    if source is None or not source.exists():
+        raise SystemExit("no source trace: pass --source")
+    args.work.mkdir(exist_ok=True)
+    print(
+        f"source: {source.name} · {os.cpu_count()} cores · python {sys.version.split()[0]} · "
+        f"median of {args.repeat} runs"
+    )
+    print(HEADER)
+    for mb in (int(s) for s in args.sizes.split(",") if s):
+        path = args.work / f"tiled_{mb}MB.json"
+        if not path.exists():
+            print(f"building {path.name} ...", file=sys.stderr)
+            tile(source, path, mb * 10**6)
+        size = path.stat().st_size
+        base = measure(json_load_cmd(path), args.repeat)
+        run = measure(traceview_cmd(path), args.repeat)
+        print(row(f"json.load, {mb} MB", size, base) + " – |")
+        print(row(f"traceview analyze, {mb} MB", size, run, base))
+    if args.ranks:
+        folder = args.work / f"ranks_{args.ranks}x{args.rank_size}MB"
+        folder.mkdir(exist_ok=True)
+        for r in range(args.ranks):
+            path = folder / f"rank{r}.json"
+            if not path.exists():
+                print(f"building {folder.name}/{path.name} ...", file=sys.stderr)
+                tile(source, path, args.rank_size * 10**6, rank=r)
+        size = sum(p.stat().st_size for p in folder.iterdir())
+        run = measure([*traceview_cmd(folder), "--jobs", str(os.cpu_count())], args.repeat)
+        print(row(f"traceview analyze, folder of {args.ranks} × {args.rank_size} MB", size, run)
+              + " – |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""Build large realistic traces by tiling a real one: the events' own text is repeated with
+timestamps shifted past the previous copy, and ids (correlation, External id, flow id,
+ProfilerStep#N) offset so every link stays unique. The profiler's formatting is kept as is."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from pathlib import Path
+
+_ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_ARRAY_END = re.compile(rb"\}\s*\]")
+_TS = re.compile(rb'"ts": (\d+)')
+_IDS = re.compile(rb'"(correlation|External id|external id|id)": (\d+)')
+_STEP = re.compile(rb"ProfilerStep#(\d+)")
+_RANK = re.compile(rb'("distributedInfo": \{[^}]*?"rank": )(\d+)')
+
+
+def _split(text: bytes) -> tuple[bytes, bytes, bytes]:
+    start = _ARRAY.search(text)
+    if start is None:
+        raise SystemExit("the source is not a trace with a traceEvents array")
+    end = list(_ARRAY_END.finditer(text))[-1]
+    return text[: start.end()], text[start.end() : end.start() + 1], text[end.start() + 1 :]
+
+
+def _span_us(events: bytes) -> int:
+    ts = [int(m[1]) for m in _TS.finditer(events)]
+    return max(ts) - min(ts) + 1000
+
+
+def tile(source: Path, target: Path, size_bytes: int, rank: int | None = None) -> int:
+    """Write `target` (uncompressed JSON, or gzip if it ends in .gz) of about size_bytes."""
+    raw = source.read_bytes()
+    text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    head, events, tail = _split(text)
+    if rank is not None:
+        head = _RANK.sub(lambda m: m[1] + str(rank).encode(), head, count=1)
+    shift = _span_us(events)
+    id_offset = max(int(m[2]) for m in _IDS.finditer(events)) + 1
+    steps = [int(m[1]) for m in _STEP.finditer(events)]
+    step_offset = (max(steps) - min(steps) + 1) if steps else 0
+    opener = gzip.open if target.name.endswith(".gz") else open
+    written = 0
+    with opener(target, "wb") as out:  # type: ignore[operator]
+        out.write(head)
+        written += len(head)
+        copy = 0
+        while written < size_bytes or copy == 0:
+            chunk = events
+            if copy:
+                chunk = _TS.sub(lambda m: b'"ts": %d' % (int(m[1]) + copy * shift), chunk)
+                chunk = _IDS.sub(
+                    lambda m: b'"%s": %d' % (m[1], int(m[2]) + copy * id_offset), chunk
+                )
+                chunk = _STEP.sub(lambda m: b"ProfilerStep#%d" % (int(m[1]) + copy * step_offset),
+                                  chunk)  # fmt: skip
+                out.write(b",")
+            out.write(chunk)
+            written += len(chunk) + 1
+            copy += 1
+        out.write(tail)
+    return written + len(tail)
