@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tile import tile  # noqa: E402
+from tile import tile
 
 ROOT = Path(__file__).parents[1]
 DEFAULT_SOURCES = [
@@ -76,8 +76,18 @@ def row(label: str, size: float, run: Run, baseline: Run | None = None) -> str:
     return text
 
 
-HEADER = ("| what | MB | wall s | CPU s | cores used | MB/s | MB/s per core | peak RSS MB | "
-          "RSS / size | faster than json.load |\n|---|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+HEADER = (
+    "| what | MB | wall s | CPU s | cores used | MB/s | MB/s per core | peak RSS MB | "
+    "RSS / size | faster than json.load |\n" + "|---" * 10 + "|"
+)
+
+
+def _linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
+    return my - slope * mx, slope
 
 
 def main() -> None:
@@ -100,6 +110,7 @@ def main() -> None:
         f"median of {args.repeat} runs"
     )
     print(HEADER)
+    singles: list[tuple[float, Run]] = []
     for mb in (int(s) for s in args.sizes.split(",") if s):
         path = args.work / f"tiled_{mb}MB.json"
         if not path.exists():
@@ -110,6 +121,7 @@ def main() -> None:
         run = measure(traceview_cmd(path), args.repeat)
         print(row(f"json.load, {mb} MB", size, base) + " – |")
         print(row(f"traceview analyze, {mb} MB", size, run, base))
+        singles.append((size / 10**9, run))
     if args.ranks:
         folder = args.work / f"ranks_{args.ranks}x{args.rank_size}MB"
         folder.mkdir(exist_ok=True)
@@ -122,6 +134,13 @@ def main() -> None:
         run = measure([*traceview_cmd(folder), "--jobs", str(os.cpu_count())], args.repeat)
         print(row(f"traceview analyze, folder of {args.ranks} × {args.rank_size} MB", size, run)
               + " – |")  # fmt: skip
+
+    if len(singles) >= 2:
+        fixed, per_gb = _linear_fit([gb for gb, _ in singles], [r.cpu_s for _, r in singles])
+        print(
+            f"\nCPU seconds ≈ {fixed:.2f} + {per_gb:.2f} × GB (least squares over the single "
+            f"traces): {1000 / per_gb:,.0f} MB/s per core once started, {fixed:.2f} s to start"
+        )
 
 
 if __name__ == "__main__":

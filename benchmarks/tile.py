@@ -29,6 +29,12 @@ def _span_us(events: bytes) -> int:
     return max(ts) - min(ts) + 1000
 
 
+def _shifted(events: bytes, ts_us: int, ids: int, steps: int) -> bytes:
+    events = _TS.sub(lambda m: b'"ts": %d' % (int(m[1]) + ts_us), events)
+    events = _IDS.sub(lambda m: b'"%s": %d' % (m[1], int(m[2]) + ids), events)
+    return _STEP.sub(lambda m: b"ProfilerStep#%d" % (int(m[1]) + steps), events)
+
+
 def tile(source: Path, target: Path, size_bytes: int, rank: int | None = None) -> int:
     """Write `target` (uncompressed JSON, or gzip if it ends in .gz) of about size_bytes."""
     raw = source.read_bytes()
@@ -49,12 +55,7 @@ def tile(source: Path, target: Path, size_bytes: int, rank: int | None = None) -
         while written < size_bytes or copy == 0:
             chunk = events
             if copy:
-                chunk = _TS.sub(lambda m: b'"ts": %d' % (int(m[1]) + copy * shift), chunk)
-                chunk = _IDS.sub(
-                    lambda m: b'"%s": %d' % (m[1], int(m[2]) + copy * id_offset), chunk
-                )
-                chunk = _STEP.sub(lambda m: b"ProfilerStep#%d" % (int(m[1]) + copy * step_offset),
-                                  chunk)  # fmt: skip
+                chunk = _shifted(events, copy * shift, copy * id_offset, copy * step_offset)
                 out.write(b",")
             out.write(chunk)
             written += len(chunk) + 1

@@ -70,3 +70,15 @@ def test_output_file_and_parallel_folder(tmp_path):
     doc = json.loads(out.read_text())
     assert [r["rank"] for r in doc["ranks"]] == [0, 1, 2]
     assert {r["total"]["overlap_us"] for r in doc["ranks"]} == {60.0}
+
+
+def test_progress_is_shown_when_asked(tmp_path):
+    for r in range(2):
+        tb.write(tmp_path / f"rank{r}.json", tb.document(tb.gpu_example(), rank=r))
+    result = traceview("analyze", tmp_path, "--progress", "--format", "csv")
+    assert result.code == 0
+    assert "[1/2]" in result.err and "[2/2]" in result.err and "done" in result.err
+    single = traceview("analyze", tmp_path / "rank0.json", "--progress")
+    assert "reading trace:" in single.err
+    quiet = traceview("analyze", tmp_path / "rank0.json")  # stderr is not a terminal here
+    assert quiet.err == ""
