@@ -71,3 +71,53 @@ def test_no_profiler_steps_gives_totals_only(tmp_path):
     tl = timeline(tmp_path, events)
     assert tl.intervals["step"].to_list() == [None]
     assert any("no ProfilerStep" in n.message for n in tl.notes)
+
+
+def test_waits_are_never_compute_even_as_annotations(tmp_path):
+    events = [
+        tb.thread_name(2, "thread 2 (pt_gloo_runloop)"),
+        tb.step(1, 0, 100),
+        tb.cpu_op("autograd::engine::evaluate_function: MmBackward0", 0, 50),
+        tb.span("FSDP::post_backward_rs_wait (blocks.0)", 20, 10, tid=1),  # annotation: a cut
+        tb.cpu_op("aten::copy_", 22, 3),  # inside the wait span
+        tb.cpu_op("c10d::wait", 60, 10),
+        tb.span("gloo:all_reduce", 10, 30, tid=2),
+    ]
+    tl = timeline(tmp_path, events, backend="gloo")
+    compute = tl.intervals.filter(pl.col("kind") == "compute").sort("ts_ns")
+    assert [(r["ts_ns"] // US, r["end_ns"] // US) for r in compute.iter_rows(named=True)] == [
+        (0, 20),
+        (30, 50),
+    ]
+
+
+def test_gloo_spans_take_the_collective_of_the_call_that_queued_them(tmp_path):
+    # Gloo runs a reduce-scatter as gloo:all_reduce; the c10d call says what it really is.
+    events = [
+        tb.thread_name(2, "thread 2 (pt_gloo_runloop)"),
+        tb.step(1, 0, 100),
+        tb.cpu_op(
+            "c10d::_reduce_scatter_base_",
+            10,
+            2,
+            **{"Input Dims": [[50], [100], [], []], "Input type": ["float", "float", "", ""]},
+        ),
+        tb.cpu_op(
+            "c10d::_allgather_base_",
+            20,
+            2,
+            **{"Input Dims": [[100], [50], [], []], "Input type": ["float", "float", "", ""]},
+        ),
+        tb.span(
+            "gloo:all_reduce", 13, 5, tid=2, **{"Input Dims": [[100]], "Input type": ["float"]}
+        ),
+        tb.span("gloo:all_gather", 23, 5, tid=2, **{"Input Dims": [[50]], "Input type": ["float"]}),
+    ]
+    comm = (
+        timeline(tmp_path, events, backend="gloo")
+        .intervals.filter(pl.col("kind") == "comm")
+        .sort("ts_ns")
+    )
+    assert comm["collective"].to_list() == ["reduce_scatter", "all_gather"]
+    assert comm["launch_ns"].to_list() == [10 * US, 20 * US]
+    assert comm["bytes"].to_list() == [400, 200]

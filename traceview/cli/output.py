@@ -25,6 +25,7 @@ def write_output(text: str, path: str | None) -> None:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=folder)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a report is for everyone to read
         os.replace(tmp, target)
     except OSError as e:
         raise TraceviewError(f"{target}: cannot write ({e.strerror or e})") from None

@@ -29,15 +29,19 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         is_comm = is_comm | name.str.contains(comm_pattern)
     comm = events.filter(is_comm)
     training = events.join(_comm_threads(trace, comm), on=["pid", "tid"], how="anti")
-    ops = training.filter((pl.col("cat") == "cpu_op") & ~is_comm)
     waiting = name.str.contains(WAIT_OP) | name.str.contains(COMM_CALL)
-    compute = _top_level_minus(ops.filter(~waiting), ops.filter(waiting))
+    ops = training.filter((pl.col("cat") == "cpu_op") & ~is_comm & ~waiting)
+    compute = _top_level_minus(ops, training.filter(waiting & ~is_comm))
+    calls = _call_rows(training, trace)
     frames = [
-        _comm_rows(comm, trace),
-        compute.with_columns(kind=pl.lit("compute"), **_NO_COLLECTIVE),
-        _call_rows(training, trace),
+        _with_launching_calls(_comm_rows(comm, trace), calls),
+        compute.with_columns(
+            kind=pl.lit("compute"), launch_ns=pl.lit(None, pl.Int64), **_NO_COLLECTIVE
+        ),
+        calls.with_columns(launch_ns=pl.lit(None, pl.Int64)),
     ]
-    keep = ["pid", "tid", "kind", "name", "ts_ns", "end_ns", "collective", "bytes", "pg", "seq"]
+    keep = ["pid", "tid", "kind", "name", "ts_ns", "end_ns", "launch_ns", "collective", "bytes",
+            "pg", "seq"]  # fmt: skip
     out = pl.concat([f.select(keep) for f in frames])
     return (
         assign_steps(out, "ts_ns", spans)
@@ -45,9 +49,31 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
             device=pl.lit(None, pl.Int32),
             lane=pl.format("thread {}", "tid"),
             lane_kind=pl.lit("cpu_thread"),
-            launch_ns=pl.lit(None, pl.Int64),
         )
         .drop("pid", "tid")
+    )
+
+
+def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """Gloo runs each collective as a span on a runloop thread, in the order the training
+    thread called them (one work queue). Pair the k-th span with the k-th c10d call: the call
+    names the logical collective (a reduce-scatter runs as gloo:all_reduce) and its start is
+    when the collective was ready. Pairs are kept only if every size fits its call."""
+    calls = calls.filter(pl.col("collective").is_not_null()).sort("ts_ns")
+    comm = comm.sort("ts_ns")
+    if calls.height != comm.height or comm.height == 0:
+        return comm.with_columns(launch_ns=pl.lit(None, pl.Int64))
+    fits = all(
+        call_bytes is None
+        or span_bytes is None
+        or (span_bytes <= call_bytes and call_bytes % span_bytes == 0)
+        for span_bytes, call_bytes in zip(comm["bytes"], calls["bytes"], strict=True)
+    )
+    if not fits:
+        return comm.with_columns(launch_ns=pl.lit(None, pl.Int64))
+    return comm.with_columns(
+        launch_ns=calls["ts_ns"],
+        collective=pl.coalesce(calls["collective"], pl.col("collective")),
     )
 
 

@@ -13,8 +13,9 @@ COMM_KERNEL = r"(?i)^(?:void\s+)?(?:nccl|rccl)"
 GLOO_SPAN = r"^gloo:"
 # CPU ops that launch a collective; nested ones describe the same call.
 COMM_CALL = r"^(?:c10d::|record_param_comms$|nccl:|rccl:|_c10d_functional::)"
-# Ops that only wait for communication; a wait is never compute.
-WAIT_OP = r"(?i)(?:^|::|\.|_)wait(?:_tensor|_stream|_event|$)|^c10d::wait|^cudaStreamWaitEvent$"
+# Ops and spans that only wait for communication (c10d::wait, wait_tensor, FSDP's
+# "post_backward_rs_wait (...)"); a wait is never compute.
+WAIT_OP = r"(?i)(?:^|::|\.|_)wait(?:\b|_)|^cudaStreamWaitEvent$"
 PROFILER_STEP = r"^ProfilerStep#(\d+)$"
 GLOO_THREAD = "pt_gloo_runloop"
 
