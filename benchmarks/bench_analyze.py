@@ -57,8 +57,18 @@ def measure_once(cmd: list[str]) -> Run:
 
 
 def traceview_cmd(path: Path) -> list[str]:
-    return [sys.executable, "-m", "traceview", "analyze", str(path), "--format", "json",
-            "--output", os.devnull, "--no-progress"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "traceview",
+        "analyze",
+        str(path),
+        "--format",
+        "json",
+        "--output",
+        os.devnull,
+        "--no-progress",
+    ]
 
 
 def json_load_cmd(path: Path) -> list[str]:
@@ -68,9 +78,11 @@ def json_load_cmd(path: Path) -> list[str]:
 
 def row(label: str, size: float, run: Run, baseline: Run | None = None) -> str:
     per_core = size / MB / run.cpu_s
-    text = (f"| {label} | {size / MB:,.0f} | {run.wall_s:.2f} | {run.cpu_s:.2f} | "
-            f"{run.cpu_s / run.wall_s:.2f} | {size / MB / run.wall_s:,.0f} | {per_core:,.0f} | "
-            f"{run.peak_rss_mb:,.0f} | {run.peak_rss_mb / (size / MB):.2f}× |")  # fmt: skip
+    text = (
+        f"| {label} | {size / MB:,.0f} | {run.wall_s:.2f} | {run.cpu_s:.2f} | "
+        f"{run.cpu_s / run.wall_s:.2f} | {size / MB / run.wall_s:,.0f} | {per_core:,.0f} | "
+        f"{run.peak_rss_mb:,.0f} | {run.peak_rss_mb / (size / MB):.2f}× |"
+    )
     if baseline:
         text += f" {baseline.wall_s / run.wall_s:.1f}× |"
     return text
@@ -132,8 +144,10 @@ def main() -> None:
                 tile(source, path, args.rank_size * 10**6, rank=r)
         size = sum(p.stat().st_size for p in folder.iterdir())
         run = measure([*traceview_cmd(folder), "--jobs", str(os.cpu_count())], args.repeat)
-        print(row(f"traceview analyze, folder of {args.ranks} × {args.rank_size} MB", size, run)
-              + " – |")  # fmt: skip
+        print(
+            row(f"traceview analyze, folder of {args.ranks} × {args.rank_size} MB", size, run)
+            + " – |"
+        )
 
     if len(singles) >= 2:
         fixed, per_gb = _linear_fit([gb for gb, _ in singles], [r.cpu_s for _, r in singles])

@@ -120,4 +120,4 @@ def test_gloo_spans_take_the_collective_of_the_call_that_queued_them(tmp_path):
     )
     assert comm["collective"].to_list() == ["reduce_scatter", "all_gather"]
     assert comm["launch_ns"].to_list() == [10 * US, 20 * US]
-    assert comm["bytes"].to_list() == [400, 200]
+    assert comm["bytes"].to_list() == [400, 400]  # the all-gather's full output

@@ -74,6 +74,9 @@ def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFra
     return comm.with_columns(
         launch_ns=calls["ts_ns"],
         collective=pl.coalesce(calls["collective"], pl.col("collective")),
+        # The call's size (its largest tensor) is the message, as for NCCL: a Gloo all-gather
+        # span records only this rank's input shard.
+        bytes=pl.coalesce(calls["bytes"], pl.col("bytes")),
     )
 
 

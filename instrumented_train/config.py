@@ -1,0 +1,116 @@
+"""The run configuration: frozen, keyword-only dataclasses validated on construction.
+The command-line flags are built from these fields (instrumented_train/flags.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
+DeviceChoice = Literal["auto", "cpu", "cuda"]
+Precision = Literal["fp32", "bf16"]
+Preset = Literal["tiny", "small", "gpt2", "medium", "1b"]
+
+
+class ConfigError(ValueError):
+    """An invalid flag value or combination; the message is one line for the user."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelShape:
+    vocab_size: int
+    d_model: int
+    n_layers: int
+    n_heads: int
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.n_heads:
+            raise ConfigError(f"d_model {self.d_model} is not divisible by {self.n_heads} heads")
+
+
+# From a few million parameters (CPU tests) to about a billion (GPUs).
+PRESETS: dict[str, ModelShape] = {
+    "tiny": ModelShape(vocab_size=8192, d_model=128, n_layers=4, n_heads=4),  # ~2.9 M
+    "small": ModelShape(vocab_size=16384, d_model=384, n_layers=6, n_heads=6),  # ~23 M
+    "gpt2": ModelShape(vocab_size=50304, d_model=768, n_layers=12, n_heads=12),  # ~163 M
+    "medium": ModelShape(vocab_size=50304, d_model=1024, n_layers=24, n_heads=16),  # ~406 M
+    "1b": ModelShape(vocab_size=50304, d_model=2048, n_layers=18, n_heads=16),  # ~1.1 B
+}
+
+
+def _help(text: str, **extra: object) -> dict[str, object]:
+    return {"help": text, **extra}
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig:
+    strategy: Strategy = field(
+        default="ddp",
+        metadata=_help(
+            "ddp: DistributedDataParallel; zero1: DDP + ZeroRedundancyOptimizer; zero2/zero3: "
+            "FSDP2 fully_shard per block, keeping / freeing full parameters after forward"
+        ),
+    )
+    preset: Preset = field(default="tiny", metadata=_help("model size"))
+    seq_len: int = field(default=128, metadata=_help("tokens per sample"))
+    micro_batch: int = field(default=8, metadata=_help("samples per rank per micro-step"))
+    grad_accum: int = field(default=1, metadata=_help("micro-steps per optimizer step"))
+    baseline_steps: int = field(
+        default=3,
+        metadata=_help(
+            "unprofiled steps first: memory readings, and the step time the profiler's overhead is "
+            "measured against"
+        ),
+    )
+    wait: int = field(default=1, metadata=_help("profiler schedule: steps skipped"))
+    warmup: int = field(default=1, metadata=_help("profiler schedule: steps traced, not kept"))
+    active: int = field(default=3, metadata=_help("profiler schedule: steps traced and kept"))
+    lr: float = field(default=3e-4, metadata=_help("AdamW learning rate"))
+    seed: int = field(default=0, metadata=_help("seed of the weights and the synthetic data"))
+    bucket_cap_mb: float | None = field(
+        default=None, metadata=_help("DDP gradient bucket size (ddp, zero1; default 25)")
+    )
+    precision: Precision = field(default="fp32", metadata=_help("bf16: mixed precision (GPU)"))
+    device: DeviceChoice = field(
+        default="auto", metadata=_help("auto: CUDA + NCCL when a GPU is present, else CPU + Gloo")
+    )
+    record_shapes: bool = field(default=True, metadata=_help("record op input shapes"))
+    out: Path = field(default=Path("runs/run"), metadata=_help("run folder to create"))
+    force: bool = field(default=False, metadata=_help("replace an existing run folder"))
+
+    def __post_init__(self) -> None:
+        for name in ("seq_len", "micro_batch", "grad_accum", "active"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+        for name in ("wait", "warmup"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"--{name} must not be negative")
+        if self.baseline_steps < 2:
+            raise ConfigError(
+                "--baseline-steps must be at least 2 (memory is read once optimizer state exists)"
+            )
+        if self.lr <= 0:
+            raise ConfigError("--lr must be positive")
+        if self.bucket_cap_mb is not None:
+            if self.strategy not in ("ddp", "zero1"):
+                raise ConfigError("--bucket-cap-mb applies to ddp and zero1 only")
+            if self.bucket_cap_mb <= 0:
+                raise ConfigError("--bucket-cap-mb must be positive")
+        if self.precision == "bf16" and self.device == "cpu":
+            raise ConfigError("bf16 mixed precision needs a GPU (--device cuda or auto)")
+
+    @property
+    def model(self) -> ModelShape:
+        return PRESETS[self.preset]
+
+    @property
+    def bucket_mb(self) -> float:
+        return 25.0 if self.bucket_cap_mb is None else self.bucket_cap_mb
+
+    @property
+    def steps(self) -> int:
+        return self.baseline_steps + self.wait + self.warmup + self.active
+
+    def as_record(self) -> dict[str, object]:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}

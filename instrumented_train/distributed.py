@@ -1,0 +1,83 @@
+"""One way to start and stop the process group: NCCL on CUDA, Gloo on CPU."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from instrumented_train.config import ConfigError, DeviceChoice
+
+log = logging.getLogger("instrumented_train")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DistEnv:
+    rank: int
+    local_rank: int
+    world_size: int
+    local_world_size: int
+    device: torch.device
+    backend: str
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+
+def _env_int(name: str) -> int:
+    try:
+        return int(os.environ[name])
+    except KeyError:
+        raise ConfigError(
+            f"{name} is not set: start with torchrun, e.g. "
+            "torchrun --standalone --nproc_per_node=2 -m instrumented_train"
+        ) from None
+
+
+def check_devices(choice: DeviceChoice, local_world_size: int, gpus: int) -> str:
+    """The device type to use, or a ConfigError saying why the request cannot run."""
+    if choice == "cpu" or (choice == "auto" and gpus == 0):
+        return "cpu"
+    if gpus == 0:
+        raise ConfigError("--device cuda, but no CUDA device is available")
+    if local_world_size > gpus:
+        raise ConfigError(
+            f"{local_world_size} ranks on this node but only {gpus} GPU(s): "
+            f"use --nproc_per_node={gpus} or fewer"
+        )
+    return "cuda"
+
+
+def init_distributed(choice: DeviceChoice) -> DistEnv:
+    rank, world = _env_int("RANK"), _env_int("WORLD_SIZE")
+    local_rank = _env_int("LOCAL_RANK")
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    kind = check_devices(choice, local_world, torch.cuda.device_count())
+    if kind == "cuda":
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)  # before init: NCCL binds the communicator to it
+        dist.init_process_group("nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    logging.basicConfig(
+        level=logging.INFO if rank == 0 else logging.WARNING,
+        format=f"[rank{rank}] %(message)s",
+    )
+    return DistEnv(
+        rank=rank,
+        local_rank=local_rank,
+        world_size=world,
+        local_world_size=local_world,
+        device=device,
+        backend=dist.get_backend(),
+    )
+
+
+def shutdown() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()

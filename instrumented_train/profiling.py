@@ -1,0 +1,55 @@
+"""torch.profiler around the profiled steps, and an atomic gzip trace per rank."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+from instrumented_train.config import RunConfig
+from instrumented_train.distributed import DistEnv
+
+
+def trace_path(out: Path, rank: int) -> Path:
+    return out / f"rank{rank}.pt.trace.json.gz"
+
+
+METADATA_KEY = "traceview_run"
+
+
+def add_run_metadata(prof: profile, run_meta: dict[str, object]) -> None:
+    """The run configuration inside the trace (a top-level key); the profiler must be tracing."""
+    prof.add_metadata_json(METADATA_KEY, json.dumps(run_meta))
+
+
+def make_profiler(cfg: RunConfig, env: DistEnv) -> profile:
+    activities = [ProfilerActivity.CPU]
+    if env.is_cuda:
+        activities.append(ProfilerActivity.CUDA)
+    target = trace_path(cfg.out, env.rank)
+
+    def on_ready(prof: profile) -> None:
+        # A hidden temporary name in the same folder, then rename: a crash never leaves a
+        # half-written file that looks whole (and the .gz suffix makes the export compress).
+        partial = target.with_name(f".{target.name}.partial.gz")
+        prof.export_chrome_trace(str(partial))
+        os.replace(partial, target)
+
+    return profile(
+        activities=activities,
+        schedule=schedule(wait=cfg.wait, warmup=cfg.warmup, active=cfg.active, repeat=1),
+        on_trace_ready=on_ready,
+        record_shapes=cfg.record_shapes,
+    )
+
+
+def nccl_version() -> str | None:
+    if not torch.cuda.is_available():
+        return None
+    try:
+        return ".".join(str(v) for v in torch.cuda.nccl.version())
+    except (RuntimeError, AttributeError):
+        return None

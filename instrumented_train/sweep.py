@@ -1,0 +1,170 @@
+"""Run a grid of strategies × DP degrees, one torchrun per point, and index the runs.
+
+    python -m instrumented_train.sweep --strategies ddp,zero1,zero2,zero3 --dp 1,2,4 \\
+        --out sweeps/cpu -- --preset tiny --active 2
+
+Flags after `--` go to every run (see `python -m instrumented_train --help`). Each run's
+folder holds its traces and run.json; `index.json` lists every point with its status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+import torch
+
+from instrumented_train.config import ConfigError, Strategy
+from instrumented_train.distributed import check_devices
+from instrumented_train.flags import parse_config
+from instrumented_train.record import write_json_atomically
+from instrumented_train.strategies import unsupported_reason
+
+OWNED_FLAGS = ("--strategy", "--out", "--force", "--device", "--bucket-cap-mb")  # set per run
+
+
+def _list(kind: type, choices: tuple[str, ...] = ()) -> Callable[[str], list[Any]]:
+    def parse(text: str) -> list[Any]:
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("empty list")
+        try:
+            values = [kind(x) for x in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a list of {kind.__name__}: {text!r}") from None
+        bad = [v for v in values if choices and v not in choices]
+        if bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown {bad[0]!r} (choose from {', '.join(choices)})"
+            )
+        return values
+
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ConfigError(f"{message} (see --help)")
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
+    argv = list(argv)
+    split = argv.index("--") if "--" in argv else len(argv)
+    own, passed = argv[:split], argv[split + 1 :]
+    p = _Parser(
+        prog="python -m instrumented_train.sweep",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--strategies", type=_list(str, get_args(Strategy)), default=list(get_args(Strategy))
+    )
+    p.add_argument("--dp", type=_list(int), default=[1, 2, 4], help="data-parallel degrees")
+    p.add_argument("--out", type=Path, required=True, help="sweep folder to create")
+    p.add_argument("--force", action="store_true", help="replace an existing sweep folder")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    p.add_argument("--bucket-cap-mb", type=float, help="DDP bucket size for the ddp and zero1 runs")
+    args = p.parse_args(own)
+    if any(n < 1 for n in args.dp):
+        raise ConfigError("--dp degrees must be at least 1")
+    if any(f.split("=")[0] in OWNED_FLAGS for f in passed):
+        raise ConfigError(f"{', '.join(OWNED_FLAGS)} are sweep options: put them before --")
+    return args, passed
+
+
+def validate(args: argparse.Namespace, passed: list[str]) -> None:
+    """Everything a run would refuse, refused once here, before anything is launched."""
+    gpus = torch.cuda.device_count()
+    for strategy in args.strategies:
+        parse_config(run_flags(args, strategy, passed))
+        if reason := unsupported_reason(strategy, torch.__version__):
+            raise ConfigError(reason)
+    for n in args.dp:
+        check_devices(args.device, n, gpus)
+    if args.out.exists() and any(args.out.iterdir()):
+        if not args.force:
+            raise ConfigError(
+                f"--out {args.out} already exists; choose another folder or pass --force"
+            )
+        if not (args.out / "index.json").exists():
+            raise ConfigError(
+                f"--out {args.out} is not a sweep folder (no index.json); not replacing it"
+            )
+
+
+def run_flags(args: argparse.Namespace, strategy: str, passed: list[str]) -> list[str]:
+    flags = ["--strategy", strategy, "--device", args.device, *passed]
+    if args.bucket_cap_mb is not None and strategy in ("ddp", "zero1"):
+        flags += ["--bucket-cap-mb", str(args.bucket_cap_mb)]
+    return flags
+
+
+def run_point(
+    args: argparse.Namespace, strategy: str, dp: int, passed: list[str]
+) -> dict[str, Any]:
+    folder = args.out / f"{strategy}-dp{dp}"
+    log_path = args.out / "logs" / f"{folder.name}.log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={dp}",
+        "-m",
+        "instrumented_train",
+        "--out",
+        str(folder),
+        *run_flags(args, strategy, passed),
+    ]
+    start = time.monotonic()
+    with log_path.open("w") as log:
+        code = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+    return {
+        "strategy": strategy,
+        "dp": dp,
+        "path": folder.name,
+        "status": "ok" if code == 0 and (folder / "run.json").exists() else "failed",
+        "exit_code": code,
+        "seconds": round(time.monotonic() - start, 2),
+        "log": str(log_path.relative_to(args.out)),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args, passed = parse_args(sys.argv[1:] if argv is None else argv)
+        validate(args, passed)
+    except ConfigError as e:
+        print(f"sweep: error: {e}", file=sys.stderr)
+        return 2
+    if args.out.exists():
+        shutil.rmtree(args.out)
+    (args.out / "logs").mkdir(parents=True)
+    points = [(s, n) for s in args.strategies for n in args.dp]
+    command = ["python", "-m", "instrumented_train.sweep", *(argv or sys.argv[1:])]
+    index: dict[str, Any] = {"command": command, "runs": []}
+    for i, (strategy, dp) in enumerate(points, start=1):
+        print(f"[{i}/{len(points)}] {strategy} dp={dp} ...", end=" ", flush=True)
+        entry = run_point(args, strategy, dp, passed)
+        index["runs"].append(entry)
+        write_json_atomically(args.out / "index.json", index)  # progress survives an interrupt
+        print(f"{entry['status']} in {entry['seconds']:.1f} s", flush=True)
+    failed = [r for r in index["runs"] if r["status"] != "ok"]
+    for r in failed:
+        print(
+            f"sweep: error: {r['strategy']} dp={r['dp']} failed (exit {r['exit_code']}); "
+            f"see {args.out / r['log']}",
+            file=sys.stderr,
+        )
+    print(f"{len(points) - len(failed)} of {len(points)} runs written to {args.out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
