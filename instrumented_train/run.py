@@ -58,5 +58,8 @@ def run(cfg: RunConfig) -> None:
         result = run_steps(cfg, env, par, meta)
         gather_and_write(cfg, env, par, result)
         log.info("wrote %s", cfg.out)
+        # Leave together: a rank tearing down Gloo while another still talks to it can abort.
+        # (Only on success: after a failure the other ranks may never arrive.)
+        dist.barrier()
     finally:
         shutdown()

@@ -1,0 +1,120 @@
+"""The harness and the sweep refuse bad input with one line, before anything runs."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from instrumented_train.config import ConfigError
+from instrumented_train.distributed import check_devices
+from instrumented_train.strategies import unsupported_reason
+
+
+def run(*args: str, module: str = "instrumented_train") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+
+
+def one_line(done: subprocess.CompletedProcess[str], prefix: str, fragment: str) -> None:
+    assert done.returncode == 2, done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(prefix) and fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--bogus"], "unrecognized arguments: --bogus"),
+        (["--strategy", "zero4"], "invalid choice: 'zero4'"),
+        (["--micro-batch", "two"], "not an int: 'two'"),
+        (["--micro-batch", "0"], "--micro-batch must be at least 1"),
+        (
+            ["--strategy", "zero3", "--bucket-cap-mb", "5"],
+            "--bucket-cap-mb applies to ddp and zero1 only",
+        ),
+        (["--precision", "bf16", "--device", "cpu"], "bf16 mixed precision needs a GPU"),
+        (["--baseline-steps", "1"], "--baseline-steps must be at least 2"),
+    ],
+)
+def test_bad_flags(args, fragment):
+    one_line(run(*args), "instrumented_train: error: ", fragment)
+
+
+def test_an_existing_run_folder_is_kept_unless_forced(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "run.json").write_text("{}")
+    one_line(run("--out", str(out)), "instrumented_train: error: ", "already exists")
+    assert (out / "run.json").read_text() == "{}"
+
+
+def test_force_never_replaces_a_folder_that_is_not_a_run(tmp_path):
+    (tmp_path / "thesis.tex").write_text("precious")
+    one_line(
+        run("--out", str(tmp_path), "--force"), "instrumented_train: error: ", "not a run folder"
+    )
+    assert (tmp_path / "thesis.tex").read_text() == "precious"
+
+
+def test_outside_torchrun_says_how_to_start():
+    one_line(run(), "instrumented_train: error: ", "start with torchrun")
+
+
+def test_cuda_requested_without_a_gpu(tmp_path):
+    pytest.importorskip("torch")
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
+           "-m", "instrumented_train", "--device", "cuda", "--out", str(tmp_path / "r")]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert (
+        "instrumented_train: error: --device cuda, but no CUDA device is available" in done.stderr
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_more_ranks_than_gpus():
+    with pytest.raises(ConfigError, match=r"4 ranks on this node but only 2 GPU\(s\)"):
+        check_devices("cuda", local_world_size=4, gpus=2)
+    with pytest.raises(ConfigError, match="4 ranks on this node"):
+        check_devices("auto", local_world_size=4, gpus=2)
+    assert check_devices("auto", local_world_size=4, gpus=0) == "cpu"
+    assert check_devices("auto", local_world_size=2, gpus=8) == "cuda"
+
+
+def test_a_strategy_the_installed_torch_cannot_do():
+    assert unsupported_reason("zero2", "2.3.1+cu121") == (
+        "--strategy zero2 needs torch >= 2.6 (installed: 2.3.1+cu121)"
+    )
+    assert unsupported_reason("ddp", "2.3.1") is None
+    assert unsupported_reason("zero3", "2.13.0+cpu") is None
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--strategies", "ddp,zero9"], "unknown 'zero9'"),
+        (["--dp", "2,x"], "not a list of int"),
+        (["--dp", "0"], "--dp degrees must be at least 1"),
+        (["--", "--strategy", "ddp"], "are sweep options: put them before --"),
+        (["--", "--micro-batch", "0"], "--micro-batch must be at least 1"),
+        (["--strategies", "zero2", "--", "--bucket-cap-mb", "4"], "are sweep options"),
+    ],
+)
+def test_sweep_refuses_before_launching(tmp_path, args, fragment):
+    out = tmp_path / "sweep"
+    one_line(
+        run("--out", str(out), *args, module="instrumented_train.sweep"), "sweep: error: ", fragment
+    )
+    assert not out.exists()
+
+
+def test_sweep_keeps_an_existing_sweep_unless_forced(tmp_path):
+    (tmp_path / "index.json").write_text(json.dumps({"runs": []}))
+    done = run("--out", str(tmp_path), module="instrumented_train.sweep")
+    one_line(done, "sweep: error: ", "already exists")
