@@ -3,6 +3,7 @@ the traces and run.json, and always tear the process group down."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import shutil
 from pathlib import Path
@@ -42,6 +43,7 @@ def run(cfg: RunConfig) -> None:
                 shutil.rmtree(cfg.out)
             cfg.out.mkdir(parents=True)
         dist.barrier()
+        cfg.out.mkdir(parents=True, exist_ok=True)  # nodes without a shared file system
         par = build(cfg, env)
         log.info(
             "%s on %d rank(s), %s, %s parameters",
@@ -61,5 +63,9 @@ def run(cfg: RunConfig) -> None:
         # Leave together: a rank tearing down Gloo while another still talks to it can abort.
         # (Only on success: after a failure the other ranks may never arrive.)
         dist.barrier()
+        # Free DDP's reducer (it holds the process group) before the group itself goes:
+        # destroyed the other way round at exit, Gloo's threads can abort the process.
+        del par
+        gc.collect()
     finally:
         shutdown()
