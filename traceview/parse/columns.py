@@ -128,7 +128,9 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
         strict=False,
     )
     comm_names = {n for n in set(names) if n.startswith(COMM_NAME_PREFIXES)}
-    picked = frame["name"].is_in(list(comm_names)).arg_true() if comm_names else []
+    picked: pl.Series | list[int] = (
+        frame["name"].is_in(list(comm_names)).arg_true() if comm_names else []
+    )
     comm = [(first_row + i, a) for i in picked if (a := args[i]) is not None]
     comm_frame = pl.DataFrame(
         {
