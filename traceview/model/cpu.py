@@ -10,6 +10,7 @@ from traceview.algebra import IntervalSet, difference, union
 from traceview.model import messages
 from traceview.model.calls import comm_call_ops, merge_nested
 from traceview.model.names import COMM_CALL, GLOO_SPAN, GLOO_THREAD, WAIT_OP, collective_of
+from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
 
@@ -32,7 +33,15 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     waiting = name.str.contains(WAIT_OP) | name.str.contains(COMM_CALL)
     ops = training.filter((pl.col("cat") == "cpu_op") & ~is_comm & ~waiting)
     compute = _top_level_minus(ops, training.filter(waiting & ~is_comm))
-    calls = _call_rows(training, trace)
+    autograd = autograd_spans(training)
+    calls = innermost(_call_rows(training, trace), "ts_ns", "pid", "tid", autograd, "_autograd")
+    calls = innermost(calls, "ts_ns", "pid", "tid", fsdp_spans(training), "_fsdp")
+    calls = calls.with_columns(
+        backward=pl.col("_autograd").is_not_null(), module=fsdp_module(pl.col("_fsdp"))
+    )
+    compute = innermost(compute, "ts_ns", "pid", "tid", autograd, "_autograd").with_columns(
+        backward=pl.col("_autograd").is_not_null(), module=pl.lit(None, pl.String)
+    )
     frames = [
         _with_launching_calls(_comm_rows(comm, trace), calls),
         compute.with_columns(
@@ -41,7 +50,7 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         calls.with_columns(launch_ns=pl.lit(None, pl.Int64)),
     ]
     keep = ["pid", "tid", "kind", "name", "ts_ns", "end_ns", "launch_ns", "collective", "bytes",
-            "pg", "seq"]  # fmt: skip
+            "pg", "seq", "module", "backward"]  # fmt: skip
     out = pl.concat([f.select(keep) for f in frames])
     return (
         assign_steps(out, "ts_ns", spans)
@@ -61,8 +70,12 @@ def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFra
     when the collective was ready. Pairs are kept only if every size fits its call."""
     calls = calls.filter(pl.col("collective").is_not_null()).sort("ts_ns")
     comm = comm.sort("ts_ns")
+    unpaired = comm.with_columns(
+        launch_ns=pl.lit(None, pl.Int64), module=pl.lit(None, pl.String),
+        backward=pl.lit(False),
+    )  # fmt: skip
     if calls.height != comm.height or comm.height == 0:
-        return comm.with_columns(launch_ns=pl.lit(None, pl.Int64))
+        return unpaired
     fits = all(
         call_bytes is None
         or span_bytes is None
@@ -70,9 +83,11 @@ def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFra
         for span_bytes, call_bytes in zip(comm["bytes"], calls["bytes"], strict=True)
     )
     if not fits:
-        return comm.with_columns(launch_ns=pl.lit(None, pl.Int64))
+        return unpaired
     return comm.with_columns(
         launch_ns=calls["ts_ns"],
+        module=calls["module"],
+        backward=calls["backward"],
         collective=pl.coalesce(calls["collective"], pl.col("collective")),
         # The call's size (its largest tensor) is the message, as for NCCL: a Gloo all-gather
         # span records only this rank's input shard.

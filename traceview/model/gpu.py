@@ -7,6 +7,7 @@ import polars as pl
 from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
 from traceview.model.messages import from_counts
 from traceview.model.names import COMM_KERNEL, collective_of
+from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
 
@@ -53,6 +54,14 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     device = assign_steps(
         device.with_columns(_when=pl.coalesce("launch_ns", "ts_ns")), "_when", spans
     ).drop("_when")
+    # What launched it: the backward pass? for which FSDP module?
+    launch = ("launch_ns", "launch_pid", "launch_tid")
+    device = innermost(device, *launch, autograd_spans(events), "_autograd")
+    device = innermost(device, *launch, fsdp_spans(events), "_fsdp")
+    device = device.with_columns(
+        backward=pl.col("_autograd").is_not_null(),
+        module=pl.when(pl.col("kind") == "comm").then(fsdp_module(pl.col("_fsdp"))),
+    )
     return _with_collectives(device, trace)
 
 
@@ -83,6 +92,8 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         seq=pl.lit(None, pl.Int64),
     )
     keep = [
+        "module",
+        "backward",
         "device",
         "stream",
         "kind",

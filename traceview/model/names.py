@@ -17,6 +17,10 @@ COMM_CALL = r"^(?:c10d::|record_param_comms$|nccl:|rccl:|_c10d_functional::)"
 # "post_backward_rs_wait (...)"); a wait is never compute.
 WAIT_OP = r"(?i)(?:^|::|\.|_)wait(?:\b|_)|^cudaStreamWaitEvent$"
 PROFILER_STEP = r"^ProfilerStep#(\d+)$"
+# The autograd engine runs every backward function inside one of these CPU ops.
+AUTOGRAD_OP = r"^autograd::engine::evaluate_function: "
+# FSDP2's record functions: "FSDP::all_gather (blocks.0)", "FSDP::post_backward_reduce", ...
+FSDP_SPAN = r"^FSDP::"
 GLOO_THREAD = "pt_gloo_runloop"
 
 _PREFIXES = re.compile(

@@ -22,4 +22,6 @@ INTERVALS_SCHEMA: dict[str, pl.DataType] = {
     "bytes": pl.Int64(),  # message size of comm intervals, where the trace records it
     "pg": pl.String(),  # process group name, where recorded
     "seq": pl.Int64(),  # collective sequence number in its group, where recorded
+    "module": pl.String(),  # comm: the FSDP module it gathers or reduces ("blocks.3", "root")
+    "backward": pl.Boolean(),  # launched (GPU) or run (CPU) inside an autograd engine function
 }

@@ -1,0 +1,69 @@
+"""CPU spans that give work its context: the FSDP module a collective serves, and whether
+work belongs to the backward pass (launched inside an autograd engine function)."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from traceview.model.names import AUTOGRAD_OP, FSDP_SPAN
+
+SCOPE_SCHEMA = {"pid": pl.Int64, "tid": pl.Int64, "scope_start": pl.Int64, "scope_end": pl.Int64,
+                "scope_name": pl.String}  # fmt: skip
+
+
+def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
+    """CPU spans whose names match `pattern`, sorted by start."""
+    return (
+        events.filter(
+            pl.col("cat").is_in(["cpu_op", "user_annotation"])
+            & pl.col("name").cast(pl.String).str.contains(pattern)
+        )
+        .select(
+            "pid", "tid", scope_start=pl.col("ts_ns"), scope_end=pl.col("end_ns"),
+            scope_name=pl.col("name").cast(pl.String),
+        )
+        .sort("scope_start")
+    )  # fmt: skip
+
+
+def innermost(frame: pl.DataFrame, when: str, pid: str, tid: str, scopes: pl.DataFrame,
+              out: str) -> pl.DataFrame:  # fmt: skip
+    """Add `out`: the name of the latest-starting scope on the same thread that contains
+    `when` (spans nest, so that is the innermost), or null."""
+    if scopes.height == 0 or frame.height == 0:
+        return frame.with_columns(pl.lit(None, pl.String).alias(out))
+    keyed = frame.with_row_index("_order").with_columns(
+        _when=pl.col(when).fill_null(-1), _pid=pl.col(pid).fill_null(-1),
+        _tid=pl.col(tid).fill_null(-1),
+    ).sort("_when")  # fmt: skip
+    joined = keyed.join_asof(
+        scopes.rename({"pid": "_pid", "tid": "_tid"}), left_on="_when", right_on="scope_start",
+        by=["_pid", "_tid"], strategy="backward", check_sortedness=False,
+    )  # fmt: skip
+    inside = pl.col(when).is_not_null() & (pl.col(when) < pl.col("scope_end"))
+    return (
+        joined.with_columns(pl.when(inside).then(pl.col("scope_name")).alias(out))
+        .sort("_order")
+        .drop("_order", "_when", "_pid", "_tid", "scope_start", "scope_end", "scope_name")
+    )
+
+
+def fsdp_module(span_name: pl.Expr) -> pl.Expr:
+    """ "FSDP::post_backward_reduce (blocks.2)" -> "blocks.2"; the root's spans name no module."""
+    module = span_name.str.extract(r"\(([^()]*)\)\s*$", 1)
+    module = pl.coalesce(module, span_name.str.extract(r" for (\S+)$", 1))
+    return (
+        pl.when(span_name.is_null())
+        .then(None)
+        .otherwise(
+            pl.when(module.is_null() | (module == "")).then(pl.lit("root")).otherwise(module)
+        )
+    )
+
+
+def fsdp_spans(events: pl.DataFrame) -> pl.DataFrame:
+    return spans(events, FSDP_SPAN)
+
+
+def autograd_spans(events: pl.DataFrame) -> pl.DataFrame:
+    return spans(events, AUTOGRAD_OP)
