@@ -13,38 +13,90 @@ PID = 4242
 
 
 def step(n: int, ts: float, dur: float, tid: int = 1) -> Event:
-    return {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{n}", "pid": PID,
-            "tid": tid, "ts": ts, "dur": dur, "args": {}}  # fmt: skip
+    return {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": f"ProfilerStep#{n}",
+        "pid": PID,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": {},
+    }
 
 
 def cpu_op(name: str, ts: float, dur: float, tid: int = 1, **args: Any) -> Event:
-    return {"ph": "X", "cat": "cpu_op", "name": name, "pid": PID, "tid": tid, "ts": ts,
-            "dur": dur, "args": args}  # fmt: skip
+    return {
+        "ph": "X",
+        "cat": "cpu_op",
+        "name": name,
+        "pid": PID,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
 
 
 def span(name: str, ts: float, dur: float, tid: int, **args: Any) -> Event:
-    return {"ph": "X", "cat": "user_annotation", "name": name, "pid": PID, "tid": tid, "ts": ts,
-            "dur": dur, "args": args}  # fmt: skip
+    return {
+        "ph": "X",
+        "cat": "user_annotation",
+        "name": name,
+        "pid": PID,
+        "tid": tid,
+        "ts": ts,
+        "dur": dur,
+        "args": args,
+    }
 
 
 def launch(corr: int, ts: float, tid: int = 1, name: str = "cudaLaunchKernel") -> Event:
-    return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": PID, "tid": tid, "ts": ts,
-            "dur": 1, "args": {"correlation": corr, "External id": corr}}  # fmt: skip
+    return {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": name,
+        "pid": PID,
+        "tid": tid,
+        "ts": ts,
+        "dur": 1,
+        "args": {"correlation": corr, "External id": corr},
+    }
 
 
-def kernel(name: str, ts: float, dur: float, corr: int, stream: int = 7, cat: str = "kernel",
-           **args: Any) -> Event:  # fmt: skip
-    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
-            "args": {"device": 0, "stream": stream, "correlation": corr, **args}}  # fmt: skip
+def kernel(
+    name: str, ts: float, dur: float, corr: int, stream: int = 7, cat: str = "kernel", **args: Any
+) -> Event:
+    return {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": 0,
+        "tid": stream,
+        "ts": ts,
+        "dur": dur,
+        "args": {"device": 0, "stream": stream, "correlation": corr, **args},
+    }
 
 
 def thread_name(tid: int, name: str) -> Event:
-    return {"ph": "M", "name": "thread_name", "pid": PID, "tid": tid, "ts": 0,
-            "args": {"name": name}}  # fmt: skip
+    return {
+        "ph": "M",
+        "name": "thread_name",
+        "pid": PID,
+        "tid": tid,
+        "ts": 0,
+        "args": {"name": name},
+    }
 
 
-def document(events: list[Event], rank: int | None = 0, world: int | None = 2,
-             backend: str = "nccl", **extra: Any) -> dict[str, Any]:  # fmt: skip
+def document(
+    events: list[Event],
+    rank: int | None = 0,
+    world: int | None = 2,
+    backend: str = "nccl",
+    **extra: Any,
+) -> dict[str, Any]:
     doc: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": []}
     if rank is not None:
         doc["distributedInfo"] = {"backend": backend, "rank": rank, "world_size": world}
@@ -70,17 +122,32 @@ def gpu_example() -> list[Event]:
     return [
         step(1, 0, 100),
         step(2, 100, 100),
-        launch(1, 10), launch(2, 20), launch(3, 30), launch(4, 110), launch(5, 120),
+        launch(1, 10),
+        launch(2, 20),
+        launch(3, 30),
+        launch(4, 110),
+        launch(5, 120),
         kernel("volta_sgemm_128x64_nn", 50, 30, corr=1),
         kernel("void at::native::elementwise_kernel<128, 4>", 80, 50, corr=2),
-        kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
-               70, 70, corr=3, stream=20, **{"Collective name": "allreduce",
-               "In msg nelems": 1000, "Out msg nelems": 1000, "dtype": "Float",
-               "Process Group Name": "0", "Seq": 12}),
+        kernel(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+            70,
+            70,
+            corr=3,
+            stream=20,
+            **{
+                "Collective name": "allreduce",
+                "In msg nelems": 1000,
+                "Out msg nelems": 1000,
+                "dtype": "Float",
+                "Process Group Name": "0",
+                "Seq": 12,
+            },
+        ),
         kernel("volta_sgemm_64x64_nt", 140, 30, corr=4),
         kernel("Memcpy DtoH (Device -> Pageable)", 170, 5, corr=5, cat="gpu_memcpy"),
         kernel("void at::native::reduce_kernel<512, 1>", 180, 10, corr=99),
-    ]  # fmt: skip
+    ]
 
 
 def cpu_example() -> list[Event]:
@@ -92,11 +159,12 @@ def cpu_example() -> list[Event]:
         cpu_op("aten::mm", 5, 20),
         cpu_op("aten::addmm", 6, 14),
         cpu_op("autograd::engine::evaluate_function: AccumulateGrad", 30, 30),
-        cpu_op("c10d::allreduce_", 40, 5, **{"Input Dims": [[[1000]]],
-               "Input type": ["TensorList"]}),
+        cpu_op(
+            "c10d::allreduce_", 40, 5, **{"Input Dims": [[[1000]]], "Input type": ["TensorList"]}
+        ),
         cpu_op("aten::add", 62, 8),
         cpu_op("_c10d_functional::wait_tensor", 70, 10),
         cpu_op("aten::mul", 85, 10),
         span("gloo:all_reduce", 41, 34, tid=2, **{"Input Dims": [[1000]], "Input type": ["float"]}),
         span("gloo:all_reduce", 90, 20, tid=2),
-    ]  # fmt: skip
+    ]

@@ -39,8 +39,12 @@ def test_gpu_steps_totals_and_collectives(tmp_path):
     assert t.idle_ns == 10 * US
     (c,) = report.collectives
     assert (c.collective, c.count, c.total_ns, c.bytes, c.bytes_known) == (
-        "all_reduce", 1, 70 * US, 4000, 1,
-    )  # fmt: skip
+        "all_reduce",
+        1,
+        70 * US,
+        4000,
+        1,
+    )
 
 
 def test_cpu_only_gloo_trace(tmp_path):
@@ -66,5 +70,9 @@ def test_cpu_only_gloo_trace(tmp_path):
     assert (t.exposed_comm_ns, t.idle_ns) == (26 * US, 16 * US)
     (c,) = report.collectives
     assert (c.collective, c.count, c.total_ns, c.bytes, c.bytes_known) == (
-        "all_reduce", 2, 54 * US, 4000, 1,
-    )  # fmt: skip
+        "all_reduce",
+        2,
+        54 * US,
+        4000,
+        1,
+    )

@@ -18,6 +18,9 @@ class Result:
 def traceview(*args: str | Path, cwd: Path | None = None) -> Result:
     proc = subprocess.run(
         [sys.executable, "-m", "traceview", *map(str, args)],
-        capture_output=True, text=True, cwd=cwd, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
     return Result(proc.returncode, proc.stdout, proc.stderr)

@@ -52,8 +52,11 @@ def test_corrupt_gzip(tmp_path):
 
 
 def test_truncated_file_recovers_and_says_so(tmp_path):
-    events = [tb.step(1, 0, 1000)] + [x for i in range(50) for x in
-              (tb.launch(i + 1, 10 * i + 1), tb.kernel("k", 10 * i + 2, 5, i + 1))]  # fmt: skip
+    events = [tb.step(1, 0, 1000)] + [
+        x
+        for i in range(50)
+        for x in (tb.launch(i + 1, 10 * i + 1), tb.kernel("k", 10 * i + 2, 5, i + 1))
+    ]
     data = json.dumps(tb.document(events), indent=1).encode()
     (tmp_path / "t.json").write_bytes(data[: len(data) * 2 // 3])
     result = traceview("analyze", "--format", "json", tmp_path / "t.json")
@@ -97,8 +100,9 @@ def test_folder_mixing_world_sizes(tmp_path):
 def test_folder_mixing_jobs_recorded_days_apart(tmp_path):
     day_ns = 86400 * 10**9
     tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0, baseTimeNanoseconds=17 * 10**17))
-    tb.write(tmp_path / "b.json",
-             tb.document(GOOD, rank=1, baseTimeNanoseconds=17 * 10**17 + 3 * day_ns))  # fmt: skip
+    tb.write(
+        tmp_path / "b.json", tb.document(GOOD, rank=1, baseTimeNanoseconds=17 * 10**17 + 3 * day_ns)
+    )
     one_line_error(traceview("analyze", tmp_path), 2, "different jobs", "72.0 h")
 
 

@@ -10,8 +10,16 @@ from tests import tracebuild as tb
 from tests.cli.run_cli import traceview
 from traceview.cli import main
 
-TOTAL_KEYS = {"window_us", "compute_us", "comm_us", "overlap_us", "exposed_comm_us",
-              "compute_only_us", "idle_us", "overlap_pct"}  # fmt: skip
+TOTAL_KEYS = {
+    "window_us",
+    "compute_us",
+    "comm_us",
+    "overlap_us",
+    "exposed_comm_us",
+    "compute_only_us",
+    "idle_us",
+    "overlap_pct",
+}
 
 
 @pytest.fixture
@@ -24,8 +32,19 @@ def test_json_schema(gpu_trace, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema_version"] == 1 and doc["errors"] == []
     (rank,) = doc["ranks"]
-    assert set(rank) == {"trace", "rank", "world_size", "backend", "mode", "size_bytes",
-                         "truncated", "notes", "total", "steps", "collectives"}  # fmt: skip
+    assert set(rank) == {
+        "trace",
+        "rank",
+        "world_size",
+        "backend",
+        "mode",
+        "size_bytes",
+        "truncated",
+        "notes",
+        "total",
+        "steps",
+        "collectives",
+    }
     assert (rank["rank"], rank["world_size"]) == (0, 2)
     assert set(rank["total"]) == TOTAL_KEYS
     assert rank["total"]["compute_us"] == 120.0 and rank["total"]["idle_us"] == 10.0
@@ -33,8 +52,9 @@ def test_json_schema(gpu_trace, capsys):
     assert set(s1) == TOTAL_KEYS | {"step"}
     assert s1["overlap_pct"] == pytest.approx(600 / 7)
     assert s2["overlap_pct"] is None  # no communication: undefined, not 0
-    assert rank["collectives"] == [{"collective": "all_reduce", "count": 1, "total_us": 70.0,
-                                    "bytes": 4000, "bytes_known": 1}]  # fmt: skip
+    assert rank["collectives"] == [
+        {"collective": "all_reduce", "count": 1, "total_us": 70.0, "bytes": 4000, "bytes_known": 1}
+    ]
 
 
 def test_csv_rows_per_step_and_total(gpu_trace, capsys):

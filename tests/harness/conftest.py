@@ -12,8 +12,20 @@ import pytest
 
 pytest.importorskip("torch")
 
-SMALL = ["--seq-len", "32", "--micro-batch", "2", "--baseline-steps", "2", "--wait", "0",
-         "--warmup", "1", "--active", "2"]  # fmt: skip
+SMALL = [
+    "--seq-len",
+    "32",
+    "--micro-batch",
+    "2",
+    "--baseline-steps",
+    "2",
+    "--wait",
+    "0",
+    "--warmup",
+    "1",
+    "--active",
+    "2",
+]
 ACTIVE_STEPS = 2
 
 
@@ -35,8 +47,19 @@ class Run:
 @pytest.fixture(scope="session")
 def strategies_w2(tmp_path_factory) -> dict[str, Run]:
     out = tmp_path_factory.mktemp("sweep") / "w2"
-    done = sweep(out, "--strategies", "ddp,zero1,zero2,zero3", "--dp", "2", "--device", "cpu",
-                 "--bucket-cap-mb", "1", "--", *SMALL)  # fmt: skip
+    done = sweep(
+        out,
+        "--strategies",
+        "ddp,zero1,zero2,zero3",
+        "--dp",
+        "2",
+        "--device",
+        "cpu",
+        "--bucket-cap-mb",
+        "1",
+        "--",
+        *SMALL,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     index = json.loads((out / "index.json").read_text())
     return {r["strategy"]: Run(out / r["path"]) for r in index["runs"]}
@@ -45,8 +68,21 @@ def strategies_w2(tmp_path_factory) -> dict[str, Run]:
 @pytest.fixture(scope="session")
 def accumulating_w2(tmp_path_factory) -> dict[str, Run]:
     out = tmp_path_factory.mktemp("sweep") / "accum"
-    done = sweep(out, "--strategies", "ddp,zero2", "--dp", "2", "--device", "cpu",
-                 "--bucket-cap-mb", "1", "--", *SMALL, "--grad-accum", "2")  # fmt: skip
+    done = sweep(
+        out,
+        "--strategies",
+        "ddp,zero2",
+        "--dp",
+        "2",
+        "--device",
+        "cpu",
+        "--bucket-cap-mb",
+        "1",
+        "--",
+        *SMALL,
+        "--grad-accum",
+        "2",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     index = json.loads((out / "index.json").read_text())
     return {r["strategy"]: Run(out / r["path"]) for r in index["runs"]}

@@ -12,8 +12,9 @@ from instrumented_train.strategies import unsupported_reason
 
 
 def run(*args: str, module: str = "instrumented_train") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def one_line(done: subprocess.CompletedProcess[str], prefix: str, fragment: str) -> None:
@@ -68,8 +69,19 @@ def test_cuda_requested_without_a_gpu(tmp_path):
 
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=1",
-           "-m", "instrumented_train", "--device", "cuda", "--out", str(tmp_path / "r")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=1",
+        "-m",
+        "instrumented_train",
+        "--device",
+        "cuda",
+        "--out",
+        str(tmp_path / "r"),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert (

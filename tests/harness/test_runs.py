@@ -22,8 +22,10 @@ def per_step(run, rank=0):
     """Collective type -> (calls, bytes) per profiled step, as traceview reads the trace."""
     report = analyze_trace(run.trace(rank))
     assert len(report.steps) == ACTIVE_STEPS
-    return {c.collective: (c.count / ACTIVE_STEPS, (c.bytes or 0) / ACTIVE_STEPS)
-            for c in report.collectives}  # fmt: skip
+    return {
+        c.collective: (c.count / ACTIVE_STEPS, (c.bytes or 0) / ACTIVE_STEPS)
+        for c in report.collectives
+    }
 
 
 def test_the_sweep_writes_one_folder_per_run(strategies_w2):
@@ -79,11 +81,17 @@ def test_model_state_bytes_match_the_zero_formulas(strategies_w2):
         psi = run.psi
         expected = {
             "ddp": {"params": 4 * psi, "grads": 4 * psi, "optimizer": 8 * psi + steps},
-            "zero2": {"params": 4 * psi + 4 * psi // N, "grads": 4 * psi // N,
-                      "optimizer": 8 * psi // N + steps},
-            "zero3": {"params": 4 * psi // N, "grads": 4 * psi // N,
-                      "optimizer": 8 * psi // N + steps},
-        }  # fmt: skip
+            "zero2": {
+                "params": 4 * psi + 4 * psi // N,
+                "grads": 4 * psi // N,
+                "optimizer": 8 * psi // N + steps,
+            },
+            "zero3": {
+                "params": 4 * psi // N,
+                "grads": 4 * psi // N,
+                "optimizer": 8 * psi // N + steps,
+            },
+        }
         measured = [r["model_state_bytes"] for r in run.record["ranks"]]
         if name == "zero1":
             assert all(m["params"] == 4 * psi and m["grads"] == 4 * psi for m in measured)
@@ -110,8 +118,13 @@ def test_run_record(strategies_w2):
         assert (rec["strategy"], rec["world_size"], rec["backend"]) == (name, N, "gloo")
         assert rec["num_params"] == TINY_PARAMS_SEQ32
         assert rec["config"]["strategy"] == name and rec["torch_version"].startswith("2.")
-        assert rec["global_batch"] == {"micro_batch": 2, "dp": N, "grad_accum": 1, "samples": 4,
-                                       "tokens": 128}  # fmt: skip
+        assert rec["global_batch"] == {
+            "micro_batch": 2,
+            "dp": N,
+            "grad_accum": 1,
+            "samples": 4,
+            "tokens": 128,
+        }
         assert len(rec["step_seconds"]) == 5 and all(t > 0 for t in rec["step_seconds"])
         assert [s["profiler_step"] for s in rec["profiled_steps"]] == [1, 2]
         tput = rec["throughput"]
@@ -121,8 +134,11 @@ def test_run_record(strategies_w2):
         assert rec["hosts"] and len(rec["ranks"]) == N
         for r in rec["ranks"]:
             assert r["peak_memory"]["kind"] == "process_peak_rss" and r["peak_memory"]["bytes"] > 0
-            assert set(r["model_state_bytes_by_phase"]) == {"after_forward", "after_backward",
-                                                             "after_step"}  # fmt: skip
+            assert set(r["model_state_bytes_by_phase"]) == {
+                "after_forward",
+                "after_backward",
+                "after_step",
+            }
         if name in ("ddp", "zero1"):
             params = [p for b in rec["ddp_buckets"] for p in b["params"]]
             assert len(params) == len(set(params))  # every parameter in exactly one bucket

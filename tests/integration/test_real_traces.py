@@ -60,8 +60,11 @@ def test_invariants(path):
         assert (b.overlap_pct is None) == (b.comm_ns == 0)
 
 
-@pytest.mark.parametrize("path", [p for p in ALL if "no_distinfo" not in p.name and "gloo" not in p.name],
-                         ids=lambda p: p.name)  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [p for p in ALL if "no_distinfo" not in p.name and "gloo" not in p.name],
+    ids=lambda p: p.name,
+)
 def test_no_gpu_work_is_dropped(path):
     events = [e for e in raw_events(path) if e.get("ph") == "X"]
     cats = [e.get("cat", "").lower() for e in events]
@@ -82,8 +85,11 @@ def test_ddp_resnet_rank0_step5():
     by_type = {c.collective: c for c in report.collectives}
     assert set(by_type) == {"all_reduce", "broadcast"}
     # Each DDP bucket all-reduce is one NCCL kernel whose args record its size.
-    kernels = [e for e in raw_events(path) if e.get("cat") == "kernel"
-               and e["name"].startswith("ncclKernel_AllReduce")]  # fmt: skip
+    kernels = [
+        e
+        for e in raw_events(path)
+        if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel_AllReduce")
+    ]
     assert by_type["all_reduce"].count == len(kernels) == 5
     assert by_type["all_reduce"].bytes == sum(4 * k["args"]["In msg nelems"] for k in kernels)
     assert by_type["all_reduce"].total_ns == pytest.approx(

@@ -18,8 +18,15 @@ JOB = Path(__file__).with_name("ddp_job.py")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("ddp_run")
     # --standalone: a rendezvous on a free local port, so parallel runs never collide.
-    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                "--nproc_per_node=2", str(JOB), str(out)]  # fmt: skip
+    torchrun = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        str(JOB),
+        str(out),
+    ]
     proc = subprocess.run(torchrun, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out

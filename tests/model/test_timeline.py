@@ -42,12 +42,21 @@ def test_collective_of_a_kernel_comes_from_the_launching_cpu_call(tmp_path):
     # nccl:* span around its launch do.
     events = [
         tb.step(1, 0, 100),
-        tb.cpu_op("record_param_comms", 10, 20, **{"Collective name": "_reduce_scatter_base",
-                  "In msg nelems": 256, "Out msg nelems": 128, "dtype": "BFloat16"}),
+        tb.cpu_op(
+            "record_param_comms",
+            10,
+            20,
+            **{
+                "Collective name": "_reduce_scatter_base",
+                "In msg nelems": 256,
+                "Out msg nelems": 128,
+                "dtype": "BFloat16",
+            },
+        ),
         tb.span("nccl:_reduce_scatter_base", 11, 15, tid=1),
         tb.launch(5, 12),
         tb.kernel("ncclKernel_ReduceScatter_RING_LL_Sum_bf16(ncclDevComm*)", 40, 10, 5),
-    ]  # fmt: skip
+    ]
     (row,) = timeline(tmp_path, events).intervals.iter_rows(named=True)
     assert row["collective"] == "reduce_scatter"
     assert row["bytes"] == 512  # max(256, 128) elements × 2 bytes

@@ -39,8 +39,12 @@ def test_bare_array_form_with_and_without_closing_bracket(tmp_path):
 
 
 def test_metadata_before_and_after_the_events(tmp_path):
-    doc = {"traceEvents": EVENTS, "distributedInfo": {"rank": 3, "world_size": 4,
-           "backend": "nccl"}, "baseTimeNanoseconds": 1700000000000000000, "displayTimeUnit": "ms"}  # fmt: skip
+    doc = {
+        "traceEvents": EVENTS,
+        "distributedInfo": {"rank": 3, "world_size": 4, "backend": "nccl"},
+        "baseTimeNanoseconds": 1700000000000000000,
+        "displayTimeUnit": "ms",
+    }
     trace = read_trace(tb.write(tmp_path / "t.json", doc))
     assert (trace.meta.rank, trace.meta.world_size, trace.meta.backend) == (3, 4, "nccl")
     assert trace.meta.base_time_ns == 1700000000000000000
@@ -73,11 +77,27 @@ def test_epoch_microseconds_with_fractions_become_exact_nanoseconds(tmp_path):
 
 def test_old_format_string_ids_and_capitalised_categories(tmp_path):
     events = [
-        {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 10,
-         "dur": 5, "args": {"correlation": 1, "external id": 9}},
-        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 25, "tid": "25",
-         "ts": 1, "dur": 2, "args": {"correlation": 1}},
-    ]  # fmt: skip
+        {
+            "ph": "X",
+            "cat": "Kernel",
+            "name": "k",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 10,
+            "dur": 5,
+            "args": {"correlation": 1, "external id": 9},
+        },
+        {
+            "ph": "X",
+            "cat": "Runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 25,
+            "tid": "25",
+            "ts": 1,
+            "dur": 2,
+            "args": {"correlation": 1},
+        },
+    ]
     ev = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": events})).events
     rows = {r["cat"]: r for r in ev.iter_rows(named=True)}
     assert rows["kernel"]["tid"] == 7 and rows["kernel"]["correlation"] == 1

@@ -5,12 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import polars as pl
+
 from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.collective_summary import CollectiveSummary, collective_summaries
+from traceview.analysis.collectives import collective_calls
+from traceview.analysis.comm_summary import BackwardTail, backward_tails
 from traceview.analysis.windows import StepBreakdown, step_breakdowns, total_breakdown
 from traceview.errors import Note
 from traceview.model import build_timeline
-from traceview.parse import read_trace
+from traceview.parse import TraceMeta, read_trace
 from traceview.parse.source import ProgressFn
 
 _EPOCH_2001_NS = 10**18  # trace clocks past this are already Unix time in ns
@@ -19,6 +23,7 @@ _EPOCH_2001_NS = 10**18  # trace clocks past this are already Unix time in ns
 @dataclass(frozen=True, kw_only=True)
 class RankReport:
     trace: Path
+    host: str | None  # where the trace was recorded, when it says
     rank: int | None
     world_size: int | None
     backend: str | None
@@ -30,6 +35,8 @@ class RankReport:
     steps: tuple[StepBreakdown, ...]
     collectives: tuple[CollectiveSummary, ...]
     epoch_span_ns: tuple[int, int] | None  # wall-clock span, when the trace can tell
+    calls: pl.DataFrame  # one row per collective call (analysis/collectives.py CALLS_SCHEMA)
+    backward_tails: tuple[BackwardTail, ...]
 
     @property
     def lossy(self) -> bool:
@@ -42,11 +49,13 @@ def analyze_trace(
     trace = read_trace(path, progress)
     timeline = build_timeline(trace, comm_pattern)
     total = total_breakdown(timeline)
+    calls = collective_calls(timeline, _group_sizes(trace.meta), trace.meta.world_size)
     notes = [*trace.notes, *timeline.notes]
     if total is None:
         notes.append(Note(message="no compute or communication work in the trace"))
     return RankReport(
         trace=trace.path,
+        host=trace.meta.host_name,
         rank=trace.meta.rank,
         world_size=trace.meta.world_size,
         backend=trace.meta.backend,
@@ -58,7 +67,19 @@ def analyze_trace(
         steps=tuple(step_breakdowns(timeline)),
         collectives=tuple(collective_summaries(timeline)),
         epoch_span_ns=_epoch_span(total, trace.meta.base_time_ns),
+        calls=calls,
+        backward_tails=tuple(backward_tails(timeline, calls)),
     )
+
+
+def _group_sizes(meta: TraceMeta) -> dict[str, int]:
+    """Process group name -> size, from distributedInfo's pg_config."""
+    sizes = {}
+    for pg in meta.pg_config:
+        name, size = pg.get("pg_name"), pg.get("pg_size")
+        if isinstance(name, str) and isinstance(size, int):
+            sizes[name] = size
+    return sizes
 
 
 def _epoch_span(total: Breakdown | None, base_ns: int | None) -> tuple[int, int] | None:

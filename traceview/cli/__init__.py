@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from traceview import __version__
-from traceview.cli import analyze
+from traceview.cli import analyze, collectives, ranks
 from traceview.errors import TraceviewError
 
 
@@ -22,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"traceview {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     analyze.add_parser(subparsers)
+    collectives.add_parser(subparsers)
+    ranks.add_parser(subparsers)
     return parser
 
 

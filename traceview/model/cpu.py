@@ -49,8 +49,21 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         ),
         calls.with_columns(launch_ns=pl.lit(None, pl.Int64)),
     ]
-    keep = ["pid", "tid", "kind", "name", "ts_ns", "end_ns", "launch_ns", "collective", "bytes",
-            "pg", "seq", "module", "backward"]  # fmt: skip
+    keep = [
+        "pid",
+        "tid",
+        "kind",
+        "name",
+        "ts_ns",
+        "end_ns",
+        "launch_ns",
+        "collective",
+        "bytes",
+        "pg",
+        "seq",
+        "module",
+        "backward",
+    ]
     out = pl.concat([f.select(keep) for f in frames])
     return (
         assign_steps(out, "ts_ns", spans)
@@ -71,9 +84,10 @@ def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFra
     calls = calls.filter(pl.col("collective").is_not_null()).sort("ts_ns")
     comm = comm.sort("ts_ns")
     unpaired = comm.with_columns(
-        launch_ns=pl.lit(None, pl.Int64), module=pl.lit(None, pl.String),
+        launch_ns=pl.lit(None, pl.Int64),
+        module=pl.lit(None, pl.String),
         backward=pl.lit(False),
-    )  # fmt: skip
+    )
     if calls.height != comm.height or comm.height == 0:
         return unpaired
     fits = all(

@@ -7,8 +7,13 @@ import polars as pl
 
 from traceview.model.names import AUTOGRAD_OP, FSDP_SPAN
 
-SCOPE_SCHEMA = {"pid": pl.Int64, "tid": pl.Int64, "scope_start": pl.Int64, "scope_end": pl.Int64,
-                "scope_name": pl.String}  # fmt: skip
+SCOPE_SCHEMA = {
+    "pid": pl.Int64,
+    "tid": pl.Int64,
+    "scope_start": pl.Int64,
+    "scope_end": pl.Int64,
+    "scope_name": pl.String,
+}
 
 
 def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
@@ -19,27 +24,40 @@ def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
             & pl.col("name").cast(pl.String).str.contains(pattern)
         )
         .select(
-            "pid", "tid", scope_start=pl.col("ts_ns"), scope_end=pl.col("end_ns"),
+            "pid",
+            "tid",
+            scope_start=pl.col("ts_ns"),
+            scope_end=pl.col("end_ns"),
             scope_name=pl.col("name").cast(pl.String),
         )
         .sort("scope_start")
-    )  # fmt: skip
+    )
 
 
-def innermost(frame: pl.DataFrame, when: str, pid: str, tid: str, scopes: pl.DataFrame,
-              out: str) -> pl.DataFrame:  # fmt: skip
+def innermost(
+    frame: pl.DataFrame, when: str, pid: str, tid: str, scopes: pl.DataFrame, out: str
+) -> pl.DataFrame:
     """Add `out`: the name of the latest-starting scope on the same thread that contains
     `when` (spans nest, so that is the innermost), or null."""
     if scopes.height == 0 or frame.height == 0:
         return frame.with_columns(pl.lit(None, pl.String).alias(out))
-    keyed = frame.with_row_index("_order").with_columns(
-        _when=pl.col(when).fill_null(-1), _pid=pl.col(pid).fill_null(-1),
-        _tid=pl.col(tid).fill_null(-1),
-    ).sort("_when")  # fmt: skip
+    keyed = (
+        frame.with_row_index("_order")
+        .with_columns(
+            _when=pl.col(when).fill_null(-1),
+            _pid=pl.col(pid).fill_null(-1),
+            _tid=pl.col(tid).fill_null(-1),
+        )
+        .sort("_when")
+    )
     joined = keyed.join_asof(
-        scopes.rename({"pid": "_pid", "tid": "_tid"}), left_on="_when", right_on="scope_start",
-        by=["_pid", "_tid"], strategy="backward", check_sortedness=False,
-    )  # fmt: skip
+        scopes.rename({"pid": "_pid", "tid": "_tid"}),
+        left_on="_when",
+        right_on="scope_start",
+        by=["_pid", "_tid"],
+        strategy="backward",
+        check_sortedness=False,
+    )
     inside = pl.col(when).is_not_null() & (pl.col(when) < pl.col("scope_end"))
     return (
         joined.with_columns(pl.when(inside).then(pl.col("scope_name")).alias(out))

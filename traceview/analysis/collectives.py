@@ -1,0 +1,114 @@
+"""One row per collective call: when it was ready, started and ended, its size and bandwidth,
+and how much of it no compute covered."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from traceview.algebra import IntervalSet, union
+from traceview.model import Timeline
+
+# nccl-tests' bus bandwidth factors for a group of n ranks.
+_BUS_FACTOR = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "send": lambda n: 1.0,
+    "recv": lambda n: 1.0,
+    "send_recv": lambda n: 1.0,
+}
+
+CALLS_SCHEMA = {
+    "rank": pl.Int32,
+    "step": pl.Int64,
+    "index": pl.Int64,
+    "collective": pl.String,
+    "pg": pl.String,
+    "seq": pl.Int64,
+    "group_size": pl.Int64,
+    "module": pl.String,
+    "backward": pl.Boolean,
+    "lane": pl.String,
+    "ready_ns": pl.Int64,
+    "start_ns": pl.Int64,
+    "end_ns": pl.Int64,
+    "queue_ns": pl.Int64,
+    "dur_ns": pl.Int64,
+    "bytes": pl.Int64,
+    "algbw_gbps": pl.Float64,
+    "busbw_gbps": pl.Float64,
+    "exposed_ns": pl.Int64,
+}
+
+
+def bus_factor(collective: str | None, n: int | None) -> float | None:
+    factor = _BUS_FACTOR.get(collective or "")
+    if factor is None or n is None or n < 1:
+        return None
+    return factor(n)
+
+
+def covered_length(cover: IntervalSet, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """|[s, e) ∩ cover| for many intervals at once, from prefix sums over the cover."""
+    if len(cover) == 0:
+        return np.zeros(starts.size, dtype=np.int64)
+    before = np.concatenate([[0], np.cumsum(cover.ends - cover.starts)])
+
+    def upto(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(cover.starts, t, side="right") - 1
+        inside = np.minimum(t, cover.ends[np.maximum(i, 0)]) - cover.starts[np.maximum(i, 0)]
+        return np.where(i < 0, 0, before[np.maximum(i, 0)] + np.maximum(inside, 0))
+
+    return upto(ends) - upto(starts)
+
+
+def collective_calls(
+    timeline: Timeline, group_sizes: dict[str, int], world_size: int | None
+) -> pl.DataFrame:
+    """Every communication interval of the rank, in start order. `group_sizes` maps process
+    group names to their sizes; groups not named there count as the whole world."""
+    iv = timeline.intervals
+    comm = iv.filter(pl.col("kind") == "comm").sort("ts_ns")
+    if comm.height == 0:
+        return pl.DataFrame(schema=CALLS_SCHEMA)
+    compute = iv.filter(pl.col("kind") == "compute")
+    cover = union(compute["ts_ns"].to_numpy(), compute["end_ns"].to_numpy())
+    starts, ends = comm["ts_ns"].to_numpy(), comm["end_ns"].to_numpy()
+    exposed = (ends - starts) - covered_length(cover, starts, ends)
+    sizes = [group_sizes.get(pg, world_size) if pg is not None else world_size for pg in comm["pg"]]
+    factors = [bus_factor(c, n) for c, n in zip(comm["collective"], sizes, strict=True)]
+    dur = pl.col("end_ns") - pl.col("ts_ns")
+    algbw = pl.when(dur > 0).then(pl.col("bytes") / dur)  # bytes per ns = GB/s
+    return (
+        comm.with_columns(
+            group_size=pl.Series(sizes, dtype=pl.Int64),
+            _factor=pl.Series(factors, dtype=pl.Float64),
+            exposed_ns=pl.Series(exposed, dtype=pl.Int64),
+        )
+        .select(
+            "rank",
+            "step",
+            index=pl.int_range(pl.len(), dtype=pl.Int64),
+            collective="collective",
+            pg="pg",
+            seq="seq",
+            group_size="group_size",
+            module="module",
+            backward="backward",
+            lane="lane",
+            ready_ns="launch_ns",
+            start_ns="ts_ns",
+            end_ns="end_ns",
+            queue_ns=pl.col("ts_ns") - pl.col("launch_ns"),
+            dur_ns=dur,
+            bytes="bytes",
+            algbw_gbps=algbw,
+            busbw_gbps=algbw * pl.col("_factor"),
+            exposed_ns="exposed_ns",
+        )
+        .cast(CALLS_SCHEMA)  # type: ignore[arg-type]
+    )

@@ -1,0 +1,64 @@
+"""run.json, the record the training harness writes beside its traces: what ran (strategy,
+world size, Ψ), how fast, how much memory, and DDP's bucket layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from traceview.errors import TraceviewError
+
+RUN_RECORD = "run.json"
+
+
+class Bucket(msgspec.Struct, frozen=True):
+    index: int
+    bytes: int
+    params: list[str]
+
+
+class Throughput(msgspec.Struct, frozen=True):
+    step_seconds: float
+    samples_per_s: float
+    tokens_per_s: float
+
+
+class GlobalBatch(msgspec.Struct, frozen=True):
+    micro_batch: int
+    dp: int
+    grad_accum: int
+    samples: int
+    tokens: int
+
+
+class RankRecord(msgspec.Struct, frozen=True):
+    rank: int
+    model_state_bytes: dict[str, int]
+    peak_memory: dict[str, object] = msgspec.field(default_factory=dict)
+
+
+class RunRecord(msgspec.Struct, frozen=True):
+    strategy: str
+    world_size: int
+    num_params: int
+    config: dict[str, object]
+    global_batch: GlobalBatch
+    ranks: list[RankRecord]
+    throughput: Throughput | None = None
+    ddp_buckets: list[Bucket] | None = None
+    backend: str | None = None
+    torch_version: str | None = None
+
+
+def read_run_record(folder: Path) -> RunRecord | None:
+    """The folder's run.json, or None when it has none. A broken one is an error."""
+    path = folder / RUN_RECORD
+    if not path.is_file():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=RunRecord)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise TraceviewError(f"{path}: not a run record ({e})") from None
+    except OSError as e:
+        raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
