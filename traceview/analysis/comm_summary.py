@@ -80,15 +80,14 @@ class AlphaBetaFit:
         if self.size_for_90pct_bytes is None:
             return f"no recommendation ({self.why})"
         target = self.size_for_90pct_bytes
+        unit = "buckets" if self.collective in GRADIENT_COLLECTIVES else "messages"
         text = f"messages of {target / 1e6:,.1f} MB or more reach 90% of the fitted bandwidth"
         if current_bytes is not None:
+            median = f"; the median is {current_bytes / 1e6:,.1f} MB"
             if current_bytes < target:
-                text += f"; the median is {current_bytes / 1e6:,.1f} MB: larger buckets would help"
+                text += f"{median}: larger {unit} would help"
             else:
-                text += (
-                    f"; the median is {current_bytes / 1e6:,.1f} MB: larger buckets would "
-                    "only start communication later"
-                )
+                text += f"{median}: larger {unit} would only start communication later"
         return f"{text} (confidence: {self.confidence}: {self.why})"
 
 

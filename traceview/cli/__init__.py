@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from traceview import __version__
-from traceview.cli import analyze, collectives, ranks
+from traceview.cli import analyze, collectives, compare, ranks
 from traceview.errors import TraceviewError
 
 
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_parser(subparsers)
     collectives.add_parser(subparsers)
     ranks.add_parser(subparsers)
+    compare.add_parser(subparsers)
     return parser
 
 

@@ -1,0 +1,222 @@
+"""Across ranks and runs, on hand-built traces whose answers are computed by hand (µs)."""
+
+import json
+
+import pytest
+
+from tests import tracebuild as tb
+from traceview.analysis import analyze_trace
+from traceview.analysis.comm_summary import fit_alpha_beta
+from traceview.analysis.job import analyze_job
+
+US = 1000
+
+
+def allreduce(corr, ts, dur, seq, stream=20, nelems=1000):
+    return tb.kernel(
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+        ts,
+        dur,
+        corr,
+        stream=stream,
+        **{
+            "Collective name": "allreduce",
+            "In msg nelems": nelems,
+            "Out msg nelems": nelems,
+            "dtype": "Float",
+            "Process Group Name": "0",
+            "Seq": seq,
+        },
+    )
+
+
+def rank_trace(tmp_path, rank, shift, arrivals, ends, host):
+    """Two all-reduces; this rank's clock runs `shift` µs ahead of true time; its kernels start
+    at `arrivals` and end at `ends` (true time)."""
+    events = [tb.step(1, shift + 0, 1000)]
+    for k, (start, end) in enumerate(zip(arrivals, ends, strict=True)):
+        events += [
+            tb.launch(k + 1, shift + start - 5),
+            allreduce(k + 1, shift + start, end - start, seq=k),
+        ]
+    doc = tb.document(events, rank=rank, world=3, host_name=host)
+    return tb.write(tmp_path / f"rank{rank}.json", doc)
+
+
+@pytest.fixture
+def job(tmp_path):
+    # True time: collective 0 - ranks arrive at 100, 130, 110 and all end at 150;
+    # collective 1 - arrive at 400, 380, 450, all end at 480.
+    arrivals = {0: (100, 400), 1: (130, 380), 2: (110, 450)}
+    shifts = {0: 0, 1: 5000, 2: -2000}
+    paths = [
+        rank_trace(tmp_path, r, shifts[r], arrivals[r], (150, 480), f"node{r}") for r in range(3)
+    ]
+    return analyze_job(tmp_path, [analyze_trace(p) for p in paths])
+
+
+def test_clock_offsets_from_collective_ends(job):
+    cross = job.cross_rank
+    assert cross.matched == 2 and cross.unmatched == 0 and cross.reference_rank == 0
+    assert [a.offset_ns for a in cross.ranks] == [0, 5000 * US, -2000 * US]
+    assert [a.residual_ns for a in cross.ranks] == [0, 0, 0]
+
+
+def test_wait_and_transfer_split_at_the_last_arrival(job):
+    cross = job.cross_rank
+    # Collective 0: last arrival 130 -> waits 30, 0, 20; transfers 20 each.
+    # Collective 1: last arrival 450 -> waits 50, 70, 0; transfers 30 each.
+    assert [a.wait_ns for a in cross.ranks] == [80 * US, 70 * US, 20 * US]
+    assert [a.transfer_ns for a in cross.ranks] == [50 * US, 50 * US, 50 * US]
+    assert [a.last_arrivals for a in cross.ranks] == [0, 1, 1]
+    assert cross.straggler in (1, 2)  # one last arrival each: a tie
+
+
+def test_the_rank_that_arrives_last_most_often_is_the_straggler(tmp_path):
+    paths = [
+        rank_trace(tmp_path, r, 0, arr, (150, 480), f"n{r}")
+        for r, arr in enumerate([(100, 400), (140, 460), (110, 420)])
+    ]
+    job = analyze_job(tmp_path, [analyze_trace(p) for p in paths])
+    assert job.cross_rank.straggler == 1
+    assert job.cross_rank.of(1).last_arrivals == 2
+
+
+def test_one_host_shares_one_clock(tmp_path):
+    paths = [
+        rank_trace(tmp_path, r, 0, arr, (150, 480 + r), "same-host")
+        for r, arr in enumerate([(100, 400), (130, 380), (110, 450)])
+    ]
+    cross = analyze_job(tmp_path, [analyze_trace(p) for p in paths]).cross_rank
+    assert [a.offset_ns for a in cross.ranks] == [0, 0, 0]  # not estimated: ends differ for real
+    assert [a.residual_ns for a in cross.ranks] == [0, 0.5 * US, 1 * US]
+
+
+def test_step_skew(job):
+    (skew,) = job.step_skew
+    # Step windows (first start to last end of each rank's kernels): 380, 350, 370 µs.
+    assert (skew.step, skew.shortest_ns, skew.longest_ns, skew.slowest_rank) == (
+        1,
+        350 * US,
+        380 * US,
+        0,
+    )
+    assert skew.skew_ns == 30 * US
+
+
+def test_matching_by_order_when_no_sequence_is_recorded(tmp_path):
+    def trace(rank, shift):
+        events = [tb.step(1, shift, 1000)]
+        for k, (start, end) in enumerate([(100, 150), (200, 260)]):
+            k_ = tb.kernel(
+                "ncclKernel_AllReduce_RING_LL_Sum_float",
+                shift + start,
+                end - start,
+                k + 1,
+                stream=20,
+            )
+            events += [tb.launch(k + 1, shift + start - 5), k_]
+        return tb.write(
+            tmp_path / f"r{rank}.json",
+            tb.document(events, rank=rank, world=2, host_name=f"h{rank}"),
+        )
+
+    job = analyze_job(tmp_path, [analyze_trace(trace(0, 0)), analyze_trace(trace(1, 777))])
+    assert job.cross_rank.matched == 2
+    assert job.cross_rank.of(1).offset_ns == 777 * US
+
+
+def test_ddp_buckets_are_labelled_from_the_run_record(tmp_path):
+    events = [
+        tb.step(1, 0, 1000),
+        tb.cpu_op("autograd::engine::evaluate_function: MmBackward0", 10, 300),
+    ]
+    for k, (start, nelems) in enumerate([(50, 1000), (120, 3000)]):
+        events += [tb.launch(k + 1, 20 + 10 * k), allreduce(k + 1, start, 40, seq=k, nelems=nelems)]
+    tb.write(tmp_path / "rank0.json", tb.document(events, rank=0, world=1))
+    (tmp_path / "run.json").write_text(
+        json.dumps(
+            {
+                "strategy": "ddp",
+                "world_size": 1,
+                "num_params": 4000,
+                "config": {},
+                "global_batch": {
+                    "micro_batch": 1,
+                    "dp": 1,
+                    "grad_accum": 1,
+                    "samples": 1,
+                    "tokens": 8,
+                },
+                "ranks": [
+                    {"rank": 0, "model_state_bytes": {"params": 1, "grads": 1, "optimizer": 1}}
+                ],
+                "ddp_buckets": [
+                    {"index": 0, "bytes": 4000, "params": ["b.weight"]},
+                    {"index": 1, "bytes": 12000, "params": ["a.weight", "a.bias"]},
+                ],
+            }
+        )
+    )
+    job = analyze_job(tmp_path, [analyze_trace(tmp_path / "rank0.json")])
+    assert job.calls.sort("start_ns")["bucket"].to_list() == [0, 1]
+    assert job.calls["backward"].to_list() == [True, True]
+    assert job.cross_rank is None  # one rank
+
+
+def test_backward_tail(tmp_path):
+    # Backward compute kernels run [100,160) and [170,220); the last gradient all-reduce ends
+    # at 300: the tail is 300 - 220 = 80 µs.
+    events = [
+        tb.step(1, 0, 1000),
+        tb.cpu_op("autograd::engine::evaluate_function: MmBackward0", 10, 30),
+        tb.launch(1, 12),
+        tb.launch(2, 14),
+        tb.launch(3, 16),
+        tb.kernel("sgemm", 100, 60, 1),
+        tb.kernel("sgemm", 170, 50, 2),
+        allreduce(3, 180, 120, seq=0),
+        tb.cpu_op("aten::add", 50, 5),
+        tb.launch(4, 51),
+        tb.kernel("add_kernel", 310, 20, 4),
+    ]
+    report = analyze_trace(tb.write(tmp_path / "t.json", tb.document(events)))
+    (tail,) = report.backward_tails
+    assert (tail.step, tail.backward_end_ns, tail.last_gradient_comm_end_ns) == (
+        1,
+        220 * US,
+        300 * US,
+    )
+    assert tail.tail_ns == 80 * US
+
+
+def test_alpha_beta_fit_recovers_latency_and_bandwidth():
+    import polars as pl
+
+    sizes = [1e6, 2e6, 4e6, 8e6, 16e6, 32e6]
+    alpha_ns, bw = 50_000.0, 10.0  # 50 µs, 10 GB/s = 10 bytes per ns
+    calls = pl.DataFrame(
+        {
+            "collective": ["all_reduce"] * 6,
+            "bytes": [int(s) for s in sizes],
+            "dur_ns": [int(alpha_ns + s / bw) for s in sizes],
+        }
+    )
+    fit = fit_alpha_beta(calls, "all_reduce")
+    assert fit.alpha_us == pytest.approx(50.0, rel=1e-3)
+    assert fit.bandwidth_gbps == pytest.approx(10.0, rel=1e-4)
+    assert fit.confidence == "high" and fit.r2 == pytest.approx(1.0)
+    assert fit.size_for_90pct_bytes == pytest.approx(9 * alpha_ns * bw, rel=1e-3)  # 4.5 MB
+    assert "larger buckets would help" in fit.advice(1e6)
+    assert "only start communication later" in fit.advice(25e6)
+
+
+def test_alpha_beta_fit_says_when_it_cannot():
+    import polars as pl
+
+    one_size = pl.DataFrame(
+        {"collective": ["all_reduce"] * 3, "bytes": [10] * 3, "dur_ns": [5, 6, 7]}
+    )
+    fit = fit_alpha_beta(one_size, "all_reduce")
+    assert fit.confidence == "low" and fit.size_for_90pct_bytes is None
+    assert "no recommendation" in fit.advice(10)

@@ -1,0 +1,101 @@
+"""`traceview collectives`, `ranks` and `compare` on real runs: the harness's committed CPU
+sweep (sample_traces/) and the 2-rank NCCL pair of a 128-GPU job."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli.run_cli import traceview
+
+ROOT = Path(__file__).parents[2]
+SWEEP = ROOT / "sample_traces" / "cpu_sweep"
+NCCL_PAIR = ROOT / "tests" / "fixtures" / "traces" / "nccl_sampled_w128"
+
+
+def records():
+    index = json.loads((SWEEP / "index.json").read_text())
+    return {
+        (r["strategy"], r["dp"]): json.loads((SWEEP / r["path"] / "run.json").read_text())
+        for r in index["runs"]
+    }
+
+
+def test_compare_a_sweep_against_the_theory():
+    result = traceview("compare", SWEEP, "--format", "json")
+    assert result.code == 0, result.err
+    rows = {(r["strategy"], r["dp"]): r for r in json.loads(result.out)["runs"]}
+    recs = records()
+    assert (
+        set(rows)
+        == set(recs)
+        == {(s, n) for s in ("ddp", "zero1", "zero2", "zero3") for n in (1, 2, 4)}
+    )
+    for (strategy, n), row in rows.items():
+        rec = recs[(strategy, n)]
+        base = recs[(strategy, 1)]["throughput"]["samples_per_s"]
+        assert row["samples_per_s"] == rec["throughput"]["samples_per_s"]
+        assert row["efficiency"] == pytest.approx(rec["throughput"]["samples_per_s"] / (n * base))
+        psi = rec["num_params"]
+        assert row["model_state_bytes"] == max(
+            sum(r["model_state_bytes"].values()) for r in rec["ranks"]
+        )
+        theory = {
+            "ddp": 16 * psi,
+            "zero1": 8 * psi + 8 * psi / n,
+            "zero2": 4 * psi + 12 * psi / n,
+            "zero3": 16 * psi / n,
+        }[strategy]
+        assert row["model_state_theory_bytes"] == pytest.approx(theory)
+        if n > 1:  # one rank has nothing to exchange under FSDP
+            # Message sizes per step: exactly Ψ, 2Ψ, 2Ψ, 3Ψ fp32 elements.
+            assert row["comm_volume_psi"] == pytest.approx(
+                {"ddp": 1, "zero1": 2, "zero2": 2, "zero3": 3}[strategy]
+            )
+        assert 0 <= row["exposed_comm_fraction"] <= 1
+    assert rows[("ddp", 1)]["efficiency"] == 1.0
+
+
+def test_compare_table_and_csv():
+    table = traceview("compare", SWEEP / "ddp-dp1", SWEEP / "ddp-dp2")
+    assert table.code == 0 and "E(N)" in table.out and "ddp-dp2" in table.out
+    csv = traceview("compare", SWEEP, "--format", "csv")
+    assert csv.out.splitlines()[0].startswith("strategy,dp,step_seconds,samples_per_s")
+    assert len(csv.out.splitlines()) == 13
+
+
+def test_collectives_of_a_ddp_run_name_their_buckets():
+    result = traceview("collectives", SWEEP / "ddp-dp2", "--format", "json")
+    assert result.code == 0, result.err
+    (job,) = json.loads(result.out)["jobs"]
+    buckets = json.loads((SWEEP / "ddp-dp2" / "run.json").read_text())["ddp_buckets"]
+    labels = {c["label"] for c in job["calls"]}
+    assert labels == {f"bucket {b['index']}" for b in buckets}
+    assert job["bucket_params"]["0"] == buckets[0]["params"]
+    assert job["fits_on"] == "transfer"
+    for c in job["calls"]:
+        assert c["wait_us"] + c["transfer_us"] == pytest.approx(c["duration_us"], abs=1e-3)
+        assert 0 <= c["exposed_us"] <= c["duration_us"] + 1e-9
+    assert {t["rank"] for t in job["backward_tails"]} == {0, 1}
+
+
+def test_collectives_of_fsdp_runs_name_their_modules():
+    result = traceview("collectives", SWEEP / "zero3-dp2", "--format", "csv")
+    assert result.code == 0
+    assert {"blocks.0", "blocks.3", "root"} <= set(result.out.replace("\n", ",").split(","))
+
+
+def test_ranks_on_the_real_nccl_pair():
+    result = traceview("ranks", NCCL_PAIR, "--format", "json")
+    assert result.code == 0, result.err
+    (job,) = json.loads(result.out)["jobs"]
+    assert job["aligned"] and job["matched_collectives"] >= 4
+    assert [r["rank"] for r in job["per_rank"]] == [0, 1]
+    assert abs(job["per_rank"][1]["clock_offset_us"]) < 1000  # one cluster's clocks: close
+    assert job["straggler"] in (0, 1)
+    assert [s["step"] for s in job["step_skew"]] == [551, 552]
+
+
+def test_ranks_of_a_single_trace_says_it_needs_more():
+    result = traceview("ranks", NCCL_PAIR / "rank0.json.gz")
+    assert result.code == 0 and "needs two or more" in result.out
