@@ -26,10 +26,12 @@ DoneFn = Callable[[int, int, Outcome], None]  # (finished so far, total, what fi
 
 
 def _analyze_one(
-    path: Path, comm_pattern: str | None, progress: ProgressFn | None = None
+    path: Path, comm_pattern: str | None, keep_intervals: bool, progress: ProgressFn | None = None
 ) -> Outcome:
     try:
-        return analyze_trace(path, comm_pattern=comm_pattern, progress=progress)
+        return analyze_trace(
+            path, comm_pattern=comm_pattern, progress=progress, keep_intervals=keep_intervals
+        )
     except TraceviewError as e:
         return Failure(path, e.message, isinstance(e, NotATraceError))
     except MemoryError:
@@ -40,6 +42,7 @@ def analyze_many(
     paths: Sequence[Path],
     *,
     comm_pattern: str | None = None,
+    keep_intervals: bool = False,
     jobs: int | None = None,
     on_done: DoneFn | None = None,
     progress: ProgressFn | None = None,
@@ -49,7 +52,7 @@ def analyze_many(
     if workers == 1:
         outcomes: list[Outcome] = []
         for i, path in enumerate(paths):
-            outcomes.append(_analyze_one(path, comm_pattern, progress))
+            outcomes.append(_analyze_one(path, comm_pattern, keep_intervals, progress))
             if on_done:
                 on_done(i + 1, len(paths), outcomes[-1])
         return outcomes
@@ -57,7 +60,10 @@ def analyze_many(
     # spawn, not fork: polars' thread pools do not survive a fork.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_analyze_one, p, comm_pattern): i for i, p in enumerate(paths)}
+        futures = {
+            pool.submit(_analyze_one, p, comm_pattern, keep_intervals): i
+            for i, p in enumerate(paths)
+        }
         for done, future in enumerate(as_completed(futures), start=1):
             i = futures[future]
             results[i] = future.result()

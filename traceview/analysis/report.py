@@ -37,6 +37,7 @@ class RankReport:
     epoch_span_ns: tuple[int, int] | None  # wall-clock span, when the trace can tell
     calls: pl.DataFrame  # one row per collective call (analysis/collectives.py CALLS_SCHEMA)
     backward_tails: tuple[BackwardTail, ...]
+    intervals: pl.DataFrame | None = None  # the whole model, when asked for (timeline export)
 
     @property
     def lossy(self) -> bool:
@@ -44,7 +45,11 @@ class RankReport:
 
 
 def analyze_trace(
-    path: str | Path, *, comm_pattern: str | None = None, progress: ProgressFn | None = None
+    path: str | Path,
+    *,
+    comm_pattern: str | None = None,
+    progress: ProgressFn | None = None,
+    keep_intervals: bool = False,
 ) -> RankReport:
     trace = read_trace(path, progress)
     timeline = build_timeline(trace, comm_pattern)
@@ -69,6 +74,7 @@ def analyze_trace(
         epoch_span_ns=_epoch_span(total, trace.meta.base_time_ns),
         calls=calls,
         backward_tails=tuple(backward_tails(timeline, calls)),
+        intervals=timeline.intervals if keep_intervals else None,
     )
 
 

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from traceview import __version__
-from traceview.cli import analyze, collectives, compare, ranks
+from traceview.cli import analyze, collectives, compare, export, ranks
 from traceview.errors import TraceviewError
 
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     collectives.add_parser(subparsers)
     ranks.add_parser(subparsers)
     compare.add_parser(subparsers)
+    export.add_parser(subparsers)
     return parser
 
 

@@ -81,7 +81,7 @@ class Loaded:
         return [r for job in self.jobs for r in job.ranks]
 
 
-def load(args: argparse.Namespace) -> Loaded:
+def load(args: argparse.Namespace, *, keep_intervals: bool = False) -> Loaded:
     if args.jobs is not None and args.jobs < 1:
         raise TraceviewError("--jobs must be at least 1")
     groups = resolve(args.paths)
@@ -90,6 +90,7 @@ def load(args: argparse.Namespace) -> Loaded:
     outcomes = analyze_many(
         files,
         comm_pattern=args.comm_pattern,
+        keep_intervals=keep_intervals,
         jobs=args.jobs,
         on_done=progress.file_done if len(files) > 1 else None,
         progress=progress.bytes_read if len(files) == 1 else None,
