@@ -18,4 +18,11 @@ for run in "$out"/sweep/*-dp*/; do
   "$venv/bin/traceview" analyze "$run" --format json --output "$out/$name.json"
 done
 cat "$out/ddp-dp2.txt" "$out/zero3-dp2.txt"
-echo "== 3. reports: $out/*.txt and $out/*.json; traces and run records: $out/sweep/"
+echo "== 3. traceview: collectives, ranks, and every run compared against the ZeRO theory"
+"$venv/bin/traceview" collectives "$out/sweep/ddp-dp2" --output "$out/ddp-dp2.collectives.txt"
+"$venv/bin/traceview" ranks "$out/sweep/zero3-dp2" --output "$out/zero3-dp2.ranks.txt"
+"$venv/bin/traceview" compare "$out/sweep" --output "$out/compare.txt"
+"$venv/bin/traceview" compare "$out/sweep" --format json --output "$out/compare.json"
+"$venv/bin/traceview" export "$out/sweep/ddp-dp2" --output "$out/ddp-dp2.timeline.json.gz"
+cat "$out/compare.txt"
+echo "== reports in $out/ (text, JSON, a Perfetto timeline); traces and run records in $out/sweep/"
