@@ -18,7 +18,11 @@ def test_exported_tracks_add_up_to_the_analysis(tmp_path):
     assert result.code == 0, result.err
     doc = json.loads(gzip.decompress(out.read_bytes()))  # plain Chrome trace JSON
     events = doc["traceEvents"]
-    names = {(e["pid"], e["args"]["name"]) for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    names = {
+        (e["pid"], e["args"]["name"])
+        for e in events
+        if e["ph"] == "M" and e["name"] == "process_name"
+    }
     assert names == {(0, "rank 0"), (1, "rank 1")}
     tracks = defaultdict(float)
     for e in events:
@@ -28,7 +32,9 @@ def test_exported_tracks_add_up_to_the_analysis(tmp_path):
     for rank in analysis["ranks"]:
         r = rank["rank"]
         assert tracks[(r, "overlap")] == pytest.approx(rank["total"]["overlap_us"], abs=1e-3)
-        assert tracks[(r, "exposed comm")] == pytest.approx(rank["total"]["exposed_comm_us"], abs=1e-3)
+        assert tracks[(r, "exposed comm")] == pytest.approx(
+            rank["total"]["exposed_comm_us"], abs=1e-3
+        )
     comm = [e for e in events if e.get("cat") == "comm"]
     assert comm and all({"collective", "wait_ns", "transfer_ns"} <= set(e["args"]) for e in comm)
     assert min(e["ts"] for e in events if e["ph"] == "X") == 0

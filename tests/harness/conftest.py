@@ -44,45 +44,20 @@ class Run:
         return self.folder / self.record["ranks"][rank]["trace"]
 
 
-@pytest.fixture(scope="session")
-def strategies_w2(tmp_path_factory) -> dict[str, Run]:
-    out = tmp_path_factory.mktemp("sweep") / "w2"
-    done = sweep(
-        out,
-        "--strategies",
-        "ddp,zero1,zero2,zero3",
-        "--dp",
-        "2",
-        "--device",
-        "cpu",
-        "--bucket-cap-mb",
-        "1",
-        "--",
-        *SMALL,
-    )
+def sweep_runs(out: Path, strategies: str, *extra: str) -> dict[str, Run]:
+    """Sweep `strategies` at DP 2 on CPU with small steps; the runs by strategy."""
+    done = sweep(out, "--strategies", strategies, "--dp", "2", "--device", "cpu",
+                 "--bucket-cap-mb", "1", "--", *SMALL, *extra)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     index = json.loads((out / "index.json").read_text())
     return {r["strategy"]: Run(out / r["path"]) for r in index["runs"]}
+
+
+@pytest.fixture(scope="session")
+def strategies_w2(tmp_path_factory) -> dict[str, Run]:
+    return sweep_runs(tmp_path_factory.mktemp("sweep") / "w2", "ddp,zero1,zero2,zero3")
 
 
 @pytest.fixture(scope="session")
 def accumulating_w2(tmp_path_factory) -> dict[str, Run]:
-    out = tmp_path_factory.mktemp("sweep") / "accum"
-    done = sweep(
-        out,
-        "--strategies",
-        "ddp,zero2",
-        "--dp",
-        "2",
-        "--device",
-        "cpu",
-        "--bucket-cap-mb",
-        "1",
-        "--",
-        *SMALL,
-        "--grad-accum",
-        "2",
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    index = json.loads((out / "index.json").read_text())
-    return {r["strategy"]: Run(out / r["path"]) for r in index["runs"]}
+    return sweep_runs(tmp_path_factory.mktemp("sweep") / "accum", "ddp,zero2", "--grad-accum", "2")

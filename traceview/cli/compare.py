@@ -13,6 +13,7 @@ from traceview import __version__
 from traceview.analysis.scaling import ScalingRow, scaling_rows
 from traceview.cli import inputs
 from traceview.cli.render import SCHEMA_VERSION
+from traceview.cli.text import aligned
 from traceview.errors import TraceviewError
 from traceview.parse.run_record import RUN_RECORD
 
@@ -126,14 +127,7 @@ def table(rows: list[ScalingRow]) -> str:
                 Path(r.job).name,
             ]
         )
-    widths = [max(len(row[i]) for row in cells) for i in range(len(head))]
-    lines = [
-        "  ".join(
-            c.rjust(w) if i < len(head) - 1 else c
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in cells
-    ]
+    lines = aligned(cells, indent="", left_last=True)
     notes = [
         "E(N) = throughput(N) / (N × throughput(1)) against the same strategy's DP-1 run "
         "(T(1)/T(N) from step times for traces without a run record); volume in Ψ fp32 "

@@ -10,6 +10,7 @@ from typing import Any
 
 from traceview import __version__
 from traceview.analysis import Breakdown, RankReport
+from traceview.cli.text import aligned
 from traceview.runner import Failure
 
 SCHEMA_VERSION = 1
@@ -124,11 +125,7 @@ def _rank_table(r: RankReport, steps: set[int] | None) -> str:
     if r.total:
         rows.append(("total", r.total))
     if rows:
-        table = [list(_HEAD)] + [[name, *_cells(b)] for name, b in rows]
-        widths = [max(len(row[i]) for row in table) for i in range(len(_HEAD))]
-        for row in table:
-            cells = (cell.rjust(w) for cell, w in zip(row, widths, strict=True))
-            lines.append("  " + "  ".join(cells))
+        lines += aligned([list(_HEAD)] + [[name, *_cells(b)] for name, b in rows])
     for c in r.collectives:
         size = "size unknown" if c.bytes is None else f"{c.bytes / 1e6:,.1f} MB"
         if c.bytes is not None and c.bytes_known < c.count:

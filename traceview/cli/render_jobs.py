@@ -12,6 +12,7 @@ from traceview import __version__
 from traceview.analysis.comm_summary import AlphaBetaFit
 from traceview.analysis.job import JobReport
 from traceview.cli.render import SCHEMA_VERSION
+from traceview.cli.text import aligned
 
 CALL_COLUMNS = [
     "rank",
@@ -192,8 +193,7 @@ def _aligned(table: pl.DataFrame) -> list[str]:
                 v = v / 1e6
             cells.append("-" if v is None else fmt.format(v))
         rows.append(cells)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_SHOW))]
-    return ["  " + "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    return aligned(rows)
 
 
 def ranks_json(jobs: Sequence[JobReport]) -> str:
@@ -285,10 +285,7 @@ def ranks_table(jobs: Sequence[JobReport]) -> str:
                     f"{a.last_arrivals} of {cross.matched}",
                 ]
             )
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        lines += [
-            "  " + "  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows
-        ]
+        lines += aligned(rows)
         if cross.straggler is not None:
             a = cross.of(cross.straggler)
             lines.append(
