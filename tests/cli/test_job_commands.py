@@ -99,3 +99,20 @@ def test_ranks_on_the_real_nccl_pair():
 def test_ranks_of_a_single_trace_says_it_needs_more():
     result = traceview("ranks", NCCL_PAIR / "rank0.json.gz")
     assert result.code == 0 and "needs two or more" in result.out
+
+
+def test_collectives_name_the_most_exposed_buckets_per_step():
+    (job,) = json.loads(traceview("collectives", SWEEP / "ddp-dp2", "--format", "json").out)["jobs"]
+    assert {(e["rank"], e["step"]) for e in job["exposed_by_step"]} == {
+        (0, 2),
+        (0, 3),
+        (1, 2),
+        (1, 3),
+    }
+    for entry in job["exposed_by_step"]:
+        calls = [
+            c for c in job["calls"] if c["rank"] == entry["rank"] and c["step"] == entry["step"]
+        ]
+        assert entry["exposed_us"] == pytest.approx(sum(c["exposed_us"] for c in calls))
+        listed = [c["exposed_us"] for c in entry["calls"]]
+        assert listed == sorted(listed, reverse=True) and all(x > 0 for x in listed)

@@ -63,6 +63,24 @@ def calls_table(job: JobReport, steps: set[int] | None) -> pl.DataFrame:
     )
 
 
+def exposed_by_step(table: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per rank and step: the calls left exposed, most exposed first (which buckets to fix)."""
+    if table.height == 0:
+        return []
+    out = []
+    exposed = table.filter(pl.col("exposed_us") > 0).sort("exposed_us", descending=True)
+    for (rank, step), rows in exposed.group_by("rank", "step", maintain_order=True):
+        out.append(
+            {
+                "rank": rank,
+                "step": step,
+                "exposed_us": rows["exposed_us"].sum(),
+                "calls": rows.select("index", "collective", "label", "exposed_us").to_dicts(),
+            }
+        )
+    return sorted(out, key=lambda e: (e["rank"] is None, e["rank"], e["step"] is None, e["step"]))
+
+
 def fit_json(fit: AlphaBetaFit, current: float | None) -> dict[str, Any]:
     return {
         "collective": fit.collective,
@@ -108,6 +126,7 @@ def collectives_json(jobs: Sequence[JobReport], steps: set[int] | None) -> str:
             {
                 **_job_head(job),
                 "calls": rows,
+                "exposed_by_step": exposed_by_step(calls_table(job, steps)),
                 "bucket_params": {str(k): v for k, v in buckets.items()},
                 "backward_tails": [
                     {"rank": r.rank, "step": t.step, "tail_us": t.tail_ns / 1000}
@@ -144,6 +163,13 @@ def collectives_table(jobs: Sequence[JobReport], steps: set[int] | None) -> str:
             lines.append("  no collective calls")
         else:
             lines += _aligned(table)
+        for e in exposed_by_step(table):
+            worst = ", ".join(
+                f"{c['label'] or c['collective'] + ' #' + str(c['index'])} "
+                f"{c['exposed_us'] / 1000:,.3f} ms"
+                for c in e["calls"][:3]
+            )
+            lines.append(f"  rank {e['rank']} step {e['step']}: most exposed: {worst}")
         for r in job.ranks:
             for t in r.backward_tails:
                 if steps is None or t.step in steps:
