@@ -116,3 +116,20 @@ def test_collectives_name_the_most_exposed_buckets_per_step():
         assert entry["exposed_us"] == pytest.approx(sum(c["exposed_us"] for c in calls))
         listed = [c["exposed_us"] for c in entry["calls"]]
         assert listed == sorted(listed, reverse=True) and all(x > 0 for x in listed)
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "zero1", "zero2", "zero3"])
+def test_ranks_of_real_four_rank_runs(strategy):
+    (job,) = json.loads(traceview("ranks", SWEEP / f"{strategy}-dp4", "--format", "json").out)[
+        "jobs"
+    ]
+    assert [r["rank"] for r in job["per_rank"]] == [0, 1, 2, 3]
+    assert job["matched_collectives"] > 0 and job["unmatched_calls"] == 0
+    # One host: one clock, nothing to estimate.
+    assert {r["clock_offset_us"] for r in job["per_rank"]} == {0.0}
+    assert sum(r["last_arrivals"] for r in job["per_rank"]) == job["matched_collectives"]
+    (calls,) = json.loads(
+        traceview("collectives", SWEEP / f"{strategy}-dp4", "--format", "json").out
+    )["jobs"]
+    for c in calls["calls"]:
+        assert c["wait_us"] + c["transfer_us"] == pytest.approx(c["duration_us"], abs=1e-3)
