@@ -51,13 +51,26 @@ class CrossRank:
 
 def match_calls(calls: pl.DataFrame) -> pl.DataFrame:
     """Key each call: its sequence number in its group where recorded, else its order among
-    its group's calls in the same step. Keeps keys present on every rank with the same
-    collective type and size."""
+    the calls of the same type and size in its group and step (Gloo's two worker threads can
+    start queued collectives a little out of order; same-sized ones are interchangeable).
+    Keeps keys present on every rank with the same collective type and size."""
     ranks = calls["rank"].n_unique()
-    keyed = calls.with_columns(pg_key=pl.col("pg").fill_null("default")).with_columns(
+    same = ["rank", "step", "pg_key", "collective", "size_key"]
+    keyed = calls.with_columns(
+        pg_key=pl.col("pg").fill_null("default"),
+        # Sizes differ across ranks for these: they cannot tell calls apart.
+        size_key=pl.when(pl.col("collective").is_in(UNEVEN)).then(-1).otherwise(pl.col("bytes")),
+    ).with_columns(
         order=pl.when(pl.col("seq").is_not_null())
-        .then(pl.col("seq"))
-        .otherwise(pl.int_range(pl.len()).over("rank", "step", "pg_key", order_by="start_ns"))
+        .then(pl.col("seq").cast(pl.String))
+        .otherwise(
+            pl.format(
+                "{}/{}/{}",
+                pl.col("collective").fill_null("?"),
+                pl.col("size_key").fill_null(-1),
+                pl.int_range(pl.len()).over(same, order_by="start_ns"),
+            )
+        )
     )
     agreed = keyed.group_by(KEY).agg(
         n=pl.len(),
@@ -138,7 +151,7 @@ def align(calls: pl.DataFrame, shared_clock: bool = False) -> CrossRank | None:
         unmatched=calls.height - matched.height,
         ranks=alignments,
         straggler=straggler,
-        calls=aligned.drop("pg_key", "order", "offset", "arrive", "last"),
+        calls=aligned.drop("pg_key", "size_key", "order", "offset", "arrive", "last"),
     )
 
 
