@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+from contextlib import nullcontext
+from typing import Any, BinaryIO
 
 import msgspec
 import polars as pl
@@ -107,12 +107,11 @@ def _call_labels(job: JobReport) -> dict[tuple[int | None, int], dict[str, Any]]
     }
 
 
-def write_annotated(job: JobReport, path: Path) -> int:
-    """Write the timeline (gzip when the name ends in .gz); returns the number of events."""
-    opener = gzip.open if path.name.endswith(".gz") else open
+def write_annotated(job: JobReport, sink: BinaryIO, compress: bool) -> int:
+    """Write the timeline to `sink` (gzip if `compress`); returns the number of events."""
     encode = msgspec.json.Encoder().encode
     count = 0
-    with opener(path, "wb") as out:  # type: ignore[operator]
+    with gzip.GzipFile(fileobj=sink, mode="wb") if compress else nullcontext(sink) as out:
         out.write(b'{"displayTimeUnit": "ms", "traceEvents": [\n')
         for event in annotated_events(job):
             out.write((b",\n" if count else b"") + encode(event))

@@ -102,3 +102,21 @@ def test_progress_is_shown_when_asked(tmp_path):
     assert "reading trace:" in single.err
     quiet = traceview("analyze", tmp_path / "rank0.json")  # stderr is not a terminal here
     assert quiet.err == ""
+
+
+def test_output_to_a_special_file_writes_through_it(tmp_path):
+    # Renaming a temporary file over /dev/null or a FIFO would replace the device itself.
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    tb.write(tmp_path / "t.json", tb.document(tb.gpu_example()))
+    result = traceview("analyze", tmp_path / "t.json", "--format", "csv", "--output", fifo)
+    reader.join(timeout=60)
+    assert result.code == 0, result.err
+    assert received and received[0].startswith("trace,rank,world_size,step")
+    assert fifo.is_fifo()

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from traceview import __version__
-from traceview.cli import analyze, collectives, compare, export, ranks
+from traceview.cli import analyze, collectives, compare, dashboard, export, ranks
 from traceview.errors import TraceviewError
 
 
@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     ranks.add_parser(subparsers)
     compare.add_parser(subparsers)
     export.add_parser(subparsers)
+    dashboard.add_parsers(subparsers)
     return parser
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
-from pathlib import Path
 
 from traceview.cli import inputs
+from traceview.cli.output import replacing
 from traceview.errors import TraceviewError
 from traceview.perfetto import write_annotated
 
@@ -31,21 +29,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = inputs.load(args, keep_intervals=True)
     if len(loaded.jobs) != 1:
         raise TraceviewError("export writes one job at a time: give one trace or one folder")
-    target = Path(args.output)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise TraceviewError(f"{folder}: no such folder for --output")
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=".gz" if target.name.endswith(".gz") else "", dir=folder
-    )
-    os.close(fd)
-    try:
-        count = write_annotated(loaded.jobs[0], Path(tmp))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise TraceviewError(f"{target}: cannot write ({e.strerror or e})") from None
+    with replacing(args.output) as sink:
+        count = write_annotated(loaded.jobs[0], sink, compress=args.output.endswith(".gz"))
     return inputs.finish(
-        f"wrote {count:,} events to {target}\n", argparse.Namespace(output=None), loaded
+        f"wrote {count:,} events to {args.output}\n", argparse.Namespace(output=None), loaded
     )

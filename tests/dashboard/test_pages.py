@@ -1,0 +1,127 @@
+"""Every dashboard page under Streamlit's AppTest, on the committed sweep and on bad input."""
+
+import gzip
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest
+
+from tests import tracebuild as tb
+
+ROOT = Path(__file__).parents[2]
+PAGES = ROOT / "traceview" / "dashboard" / "pages"
+SWEEP = ROOT / "sample_traces"
+
+
+def page(name: str, root: Path, monkeypatch, run: str | None = None) -> AppTest:
+    monkeypatch.setenv("TRACEVIEW_DASHBOARD_ROOT", str(root))
+    at = AppTest.from_file(str(PAGES / f"{name}.py"), default_timeout=180)
+    if run is not None:
+        at.session_state["run"] = run
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def tables(at: AppTest, chart: int) -> list[pa.Table]:
+    el = at.get("vega_lite_chart")[chart]
+    return [pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all() for d in el.proto.datasets]
+
+
+def charts(at: AppTest) -> list[tuple[dict, int]]:
+    """Each chart's Vega-Lite spec and how many data rows Streamlit sends with it."""
+    out = []
+    for el in at.get("vega_lite_chart"):
+        rows = sum(
+            pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().num_rows
+            for d in el.proto.datasets
+        )
+        out.append((json.loads(el.proto.spec), rows))
+    return out
+
+
+def test_scaling_page_plots_every_strategy_with_predictions(monkeypatch):
+    at = page("scaling", SWEEP, monkeypatch)
+    specs = charts(at)
+    assert len(specs) == 3 and all(rows for _, rows in specs)
+    measured, predicted = tables(at, 0)
+    assert set(measured.column("strategy").to_pylist()) == {"ddp", "zero1", "zero2", "zero3"}
+    assert set(predicted.column("dp").to_pylist()) == {8, 16, 32}  # 2, 4, 8 × the largest DP
+    assert "strokeDash" in json.dumps(specs[0][0])  # the prediction layer is drawn dashed
+    assert len(at.dataframe[0].value) == 12
+    assert not at.error
+
+
+@pytest.mark.parametrize("name", ["timeline", "overlap", "buckets", "memory"])
+def test_run_pages_show_data(monkeypatch, name):
+    at = page(name, SWEEP, monkeypatch, run="cpu_sweep/ddp-dp2")
+    specs = charts(at)
+    assert specs and all(rows > 0 for _, rows in specs)
+    assert not at.error and not at.warning
+
+
+def test_buckets_page_names_ddp_buckets(monkeypatch):
+    at = page("buckets", SWEEP, monkeypatch, run="cpu_sweep/ddp-dp2")
+    assert set(at.dataframe[0].value["label"]) == {"bucket 0", "bucket 1", "bucket 2"}
+
+
+def test_memory_calculator(monkeypatch):
+    at = page("memory", SWEEP, monkeypatch, run="cpu_sweep/zero3-dp4")
+    at.number_input[0].set_value(1000.0)
+    at.number_input[1].set_value(8)
+    at.run()
+    # ZeRO-3? The default strategy is ddp: 16 bytes × 1e9 = 14.90 GiB.
+    assert at.metric[0].value == "14.90 GiB"
+
+
+def test_runs_page_lists_the_sweep(monkeypatch):
+    at = page("runs", SWEEP, monkeypatch)
+    runs = at.dataframe[0].value
+    assert len(runs) == 12 and set(runs["strategy"]) == {"ddp", "zero1", "zero2", "zero3"}
+
+
+def test_a_folder_without_traces(monkeypatch, tmp_path):
+    at = page("overlap", tmp_path, monkeypatch)
+    assert "No traces under" in at.warning[0].value
+
+
+def test_a_truncated_trace_is_said_in_the_page(monkeypatch, tmp_path):
+    run = tmp_path / "cut"
+    shutil.copytree(SWEEP / "cpu_sweep" / "ddp-dp2", run)
+    data = gzip.decompress((run / "rank1.pt.trace.json.gz").read_bytes())
+    (run / "rank1.pt.trace.json.gz").write_bytes(gzip.compress(data[: len(data) * 3 // 4]))
+    at = page("overlap", tmp_path, monkeypatch, run="cut")
+    assert any("truncated" in w.value for w in at.warning)
+    assert charts(at)
+
+
+def test_a_broken_trace_is_a_message_not_a_traceback(monkeypatch, tmp_path):
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "rank0.json").write_text("{ not json")
+    at = page("timeline", tmp_path, monkeypatch, run="bad")
+    assert "not valid JSON" in at.error[0].value or "not JSON" in at.error[0].value
+
+
+def test_a_run_without_communication(monkeypatch, tmp_path):
+    (tmp_path / "solo").mkdir()
+    events = [tb.step(1, 0, 100), tb.launch(1, 1), tb.kernel("gemm", 10, 50, 1)]
+    tb.write(tmp_path / "solo" / "rank0.json", tb.document(events, rank=0, world=1))
+    at = page("buckets", tmp_path, monkeypatch, run="solo")
+    assert "No communication" in at.info[0].value
+
+
+def test_paths_outside_the_root_are_refused(monkeypatch, tmp_path):
+    from traceview.dashboard import data
+    from traceview.errors import TraceviewError
+
+    monkeypatch.setenv("TRACEVIEW_DASHBOARD_ROOT", str(tmp_path))
+    monkeypatch.setattr("sys.argv", ["app.py"])
+    with pytest.raises(TraceviewError, match="outside the folder"):
+        data.inside_root(Path("../../etc"))
+    assert data.inside_root(Path("a/../b")) == tmp_path / "b"

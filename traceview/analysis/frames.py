@@ -1,0 +1,175 @@
+"""Tidy frames of a job's results, one row per observation: what charts and reports draw.
+Every number here comes from the analyses; nothing new is computed for display."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import polars as pl
+
+from traceview.algebra import difference, intersect, union
+from traceview.analysis import theory
+from traceview.analysis.job import JobReport
+from traceview.analysis.scaling import scaling_rows
+
+OVERLAP_PARTS = ("compute_only", "overlap", "exposed_comm", "idle")
+
+
+def overlap_frame(job: JobReport) -> pl.DataFrame:
+    """rank, step, part (compute_only | overlap | exposed_comm | idle), ms — the parts add up
+    to the step window."""
+    rows = [
+        {
+            "rank": r.rank,
+            "step": s.step,
+            "part": part,
+            "ms": getattr(s.breakdown, f"{part}_ns") / 1e6,
+        }
+        for r in job.ranks
+        for s in r.steps
+        for part in OVERLAP_PARTS
+    ]
+    schema = {"rank": pl.Int64, "step": pl.Int64, "part": pl.String, "ms": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def scaling_frame(jobs: list[JobReport]) -> pl.DataFrame:
+    return pl.DataFrame([asdict(r) for r in scaling_rows(jobs)])
+
+
+def memory_frame(job: JobReport) -> pl.DataFrame:
+    """rank, category, measured_mb, theory_mb (fp32 AdamW ZeRO formula); needs a run record."""
+    schema = {
+        "rank": pl.Int64,
+        "category": pl.String,
+        "measured_mb": pl.Float64,
+        "theory_mb": pl.Float64,
+    }
+    run = job.run
+    if run is None:
+        return pl.DataFrame(schema=schema)
+    formula = theory.model_state_bytes(run.strategy, run.num_params, run.world_size) or {}
+    rows = [
+        {
+            "rank": r.rank,
+            "category": cat,
+            "measured_mb": r.model_state_bytes.get(cat, 0) / 1e6,
+            "theory_mb": formula.get(cat, 0.0) / 1e6,
+        }
+        for r in run.ranks
+        for cat in ("params", "grads", "optimizer")
+    ]
+    return pl.DataFrame(rows, schema=schema)
+
+
+def calls_frame(job: JobReport) -> pl.DataFrame:
+    """Collective calls with times in ms from the job's start, and a label (bucket or module)."""
+    calls = job.calls
+    if calls.height == 0:
+        return calls
+    origin = calls["ready_ns"].drop_nulls().min() or calls["start_ns"].min()
+    label = pl.col("module")
+    if "bucket" in calls.columns:
+        label = pl.coalesce(pl.format("bucket {}", pl.col("bucket")), pl.col("module"))
+    return calls.with_columns(
+        label=pl.coalesce(label, pl.col("collective")),
+        ready_ms=(pl.col("ready_ns") - origin) / 1e6,
+        start_ms=(pl.col("start_ns") - origin) / 1e6,
+        end_ms=(pl.col("end_ns") - origin) / 1e6,
+        mb=pl.col("bytes") / 1e6,
+        duration_ms=pl.col("dur_ns") / 1e6,
+        exposed_ms=pl.col("exposed_ns") / 1e6,
+    )
+
+
+def timeline_frame(
+    job: JobReport, step: int, max_intervals: int = 4000
+) -> tuple[pl.DataFrame, bool]:
+    """rank, lane, kind, start_ms, end_ms of one step (ms from the step's earliest start), plus
+    'overlap' and 'exposed comm' lanes per rank. Above `max_intervals` the intervals of each lane
+    and kind are merged where they touch or overlap (True is returned: say so)."""
+    parts = []
+    for r in job.ranks:
+        if r.intervals is None:
+            continue
+        iv = r.intervals.filter((pl.col("step") == step) & (pl.col("kind") != "other"))
+        if iv.height == 0:
+            continue
+        compute = union(
+            iv.filter(pl.col("kind") == "compute")["ts_ns"].to_numpy(),
+            iv.filter(pl.col("kind") == "compute")["end_ns"].to_numpy(),
+        )
+        comm = union(
+            iv.filter(pl.col("kind") == "comm")["ts_ns"].to_numpy(),
+            iv.filter(pl.col("kind") == "comm")["end_ns"].to_numpy(),
+        )
+        extra = [("overlap", intersect(compute, comm)), ("exposed comm", difference(comm, compute))]
+        parts.append(
+            iv.select(
+                pl.lit(r.rank).alias("rank"),
+                "lane",
+                pl.col("kind").cast(pl.String),
+                pl.col("name").cast(pl.String),
+                "ts_ns",
+                "end_ns",
+            )
+        )
+        for lane, spans in extra:
+            parts.append(
+                pl.DataFrame(
+                    {
+                        "rank": [r.rank] * len(spans),
+                        "lane": [lane] * len(spans),
+                        "kind": [lane] * len(spans),
+                        "name": [lane] * len(spans),
+                        "ts_ns": spans.starts,
+                        "end_ns": spans.ends,
+                    }
+                )
+            )
+    schema = {
+        "rank": pl.Int64,
+        "lane": pl.String,
+        "kind": pl.String,
+        "name": pl.String,
+        "start_ms": pl.Float64,
+        "end_ms": pl.Float64,
+    }
+    if not parts:
+        return pl.DataFrame(schema=schema), False
+    frame = pl.concat(parts, how="vertical_relaxed")
+    merged = frame.height > max_intervals
+    if merged:
+        frame = _merge_touching(frame)
+    origin = frame["ts_ns"].min()
+    return (
+        frame.select(
+            "rank",
+            "lane",
+            "kind",
+            "name",
+            start_ms=(pl.col("ts_ns") - origin) / 1e6,
+            end_ms=(pl.col("end_ns") - origin) / 1e6,
+        ).cast(schema),  # type: ignore[arg-type]
+        merged,
+    )
+
+
+def _merge_touching(frame: pl.DataFrame) -> pl.DataFrame:
+    out = []
+    for (rank, lane, kind), rows in frame.group_by("rank", "lane", "kind"):
+        spans = union(rows["ts_ns"].to_numpy(), rows["end_ns"].to_numpy())
+        n = len(spans)
+        out.append(
+            pl.DataFrame(
+                {
+                    "rank": [rank] * n,
+                    "lane": [lane] * n,
+                    "kind": [kind] * n,
+                    "name": [f"{kind} (merged)"] * n,
+                    "ts_ns": spans.starts,
+                    "end_ns": spans.ends,
+                }
+            )
+        )
+    return pl.concat(out, how="vertical_relaxed")

@@ -1,0 +1,81 @@
+"""What-if: efficiency at larger DP degrees, predicted from the largest measured run.
+
+Model (stated wherever it is shown): per-rank compute stays as measured (weak scaling);
+communication time grows with the collective's bus factor (all-reduce 2(N-1)/N, reduce-scatter /
+all-gather (N-1)/N) at the measured bus bandwidth; the same amount of it stays hidden behind
+compute as at the reference run; the rest adds to the step.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from traceview.analysis.collectives import bus_factor
+from traceview.analysis.job import JobReport
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    strategy: str
+    dp: int
+    step_seconds: float
+    efficiency: float  # T(1) / T(N), weak scaling
+
+
+def predict(reference: JobReport, base_step_seconds: float, degrees: list[int]) -> list[Prediction]:
+    """`reference`: the largest measured run of a strategy (N ≥ 2, with collectives);
+    `base_step_seconds`: that strategy's step time at DP 1."""
+    run = reference.run
+    n_ref = run.world_size if run else None
+    steps = [s.breakdown for r in reference.ranks for s in r.steps]
+    if not steps or not n_ref or n_ref < 2 or reference.calls.height == 0:
+        return []
+    comm = statistics.fmean(b.comm_ns for b in steps) / 1e9
+    hidden = statistics.fmean(b.overlap_ns for b in steps) / 1e9
+    exposed = statistics.fmean(b.exposed_comm_ns for b in steps) / 1e9
+    t_ref = (
+        run.throughput.step_seconds
+        if run and run.throughput
+        else statistics.fmean(b.window_ns for b in steps) / 1e9
+    )
+    kinds = reference.calls["collective"].drop_nulls().unique().to_list()
+    # One growth factor for the step's communication: the dominant collective's.
+    main = max(
+        kinds,
+        key=lambda k: reference.calls.filter(reference.calls["collective"] == k)["dur_ns"].sum(),
+    )
+    f_ref = bus_factor(main, n_ref) or 1.0
+    out = []
+    for n in degrees:
+        f = bus_factor(main, n) or 1.0
+        comm_n = comm * f / f_ref
+        exposed_n = max(0.0, comm_n - hidden)
+        t_n = t_ref + (exposed_n - exposed)
+        out.append(
+            Prediction(
+                strategy=run.strategy if run else "unknown",
+                dp=n,
+                step_seconds=t_n,
+                efficiency=base_step_seconds / t_n,
+            )
+        )
+    return out
+
+
+def predict_jobs(jobs: list[JobReport], multiples: tuple[int, ...] = (2, 4, 8)) -> list[Prediction]:
+    """Per strategy with a DP-1 run and a larger one: predictions at multiples of the largest."""
+    out: list[Prediction] = []
+    by_strategy: dict[str, list[JobReport]] = {}
+    for job in jobs:
+        if job.run is not None:
+            by_strategy.setdefault(job.run.strategy, []).append(job)
+    for mine in by_strategy.values():
+        base = next((j for j in mine if j.run and j.run.world_size == 1 and j.run.throughput), None)
+        larger = [j for j in mine if j.run and j.run.world_size > 1]
+        if base is None or not larger or base.run is None or base.run.throughput is None:
+            continue
+        ref = max(larger, key=lambda j: j.run.world_size if j.run else 0)
+        top = ref.run.world_size if ref.run else 1
+        out += predict(ref, base.run.throughput.step_seconds, [top * m for m in multiples])
+    return out

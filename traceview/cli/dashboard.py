@@ -1,0 +1,85 @@
+"""`traceview dashboard [PATH]` and `traceview report PATH... --output report.html`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from traceview.cli import compare, inputs
+from traceview.cli.output import replacing
+from traceview.errors import TraceviewError
+
+APP = Path(__file__).parents[1] / "dashboard" / "app.py"
+
+
+def add_parsers(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "dashboard",
+        help="browse runs in a local web dashboard",
+        description="Start the Streamlit dashboard on a folder of runs "
+        "(default: sample_traces/). It reads only inside that folder.",
+    )
+    p.add_argument("path", nargs="?", default="sample_traces", metavar="PATH")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
+    p.add_argument("--port", type=int, default=8501)
+    p.set_defaults(run=run_dashboard)
+    r = subparsers.add_parser(
+        "report",
+        help="the dashboard's charts as one static HTML file",
+        description="Write the dashboard's charts for runs (as for `compare`) "
+        "into one self-contained HTML file.",
+    )
+    inputs.add_options(r, what="run folder, sweep folder, or folder of rank traces")
+    r.set_defaults(run=run_report, format="table")
+
+
+def run_dashboard(args: argparse.Namespace) -> int:
+    root = Path(args.path)
+    if not root.is_dir():
+        raise TraceviewError(f"{root}: no such folder")
+    try:
+        import streamlit  # noqa: F401
+    except ImportError:
+        raise TraceviewError(
+            "the dashboard needs streamlit: pip install 'traceview[dashboard]'"
+        ) from None
+    print(
+        f"traceview dashboard on http://{args.host}:{args.port} reading {root.resolve()}",
+        flush=True,
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.address",
+        args.host,
+        "--server.port",
+        str(args.port),
+        "--server.headless",
+        "true",
+        "--server.maxUploadSize",
+        "200",
+        "--browser.gatherUsageStats",
+        "false",
+        "--",
+        str(root),
+    ]
+    env = {**os.environ, "TRACEVIEW_DASHBOARD_ROOT": str(root.resolve())}
+    return subprocess.call(cmd, env=env)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    if not args.output or args.output == "-":
+        raise TraceviewError("report needs --output FILE.html")
+    from traceview.dashboard.report import report_html
+
+    args.paths = compare.expand(args.paths)
+    loaded = inputs.load(args)
+    with replacing(args.output) as sink:
+        sink.write(report_html(loaded.jobs).encode("utf-8"))
+    return inputs.finish(f"wrote {args.output}\n", argparse.Namespace(output=None), loaded)

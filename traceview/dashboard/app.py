@@ -1,0 +1,22 @@
+"""traceview dashboard: `traceview dashboard [PATH]`, or `streamlit run app.py -- PATH`."""
+
+from pathlib import Path
+
+import streamlit as st
+
+from traceview.dashboard import data
+
+st.set_page_config(page_title="traceview", layout="wide")
+PAGES = Path(__file__).parent / "pages"
+navigation = st.navigation(
+    [
+        st.Page(PAGES / "scaling.py", title="Scaling", default=True),
+        st.Page(PAGES / "timeline.py", title="Timeline"),
+        st.Page(PAGES / "overlap.py", title="Overlap"),
+        st.Page(PAGES / "buckets.py", title="Buckets"),
+        st.Page(PAGES / "memory.py", title="Memory"),
+        st.Page(PAGES / "runs.py", title="Runs"),
+    ]
+)
+st.sidebar.caption(f"reading {data.root()}")
+navigation.run()

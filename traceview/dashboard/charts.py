@@ -1,0 +1,206 @@
+"""Altair charts from tidy frames: pure functions, no Streamlit, no I/O."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+AnyChart = alt.Chart | alt.LayerChart | alt.FacetChart
+
+KIND_COLORS = alt.Scale(
+    domain=["compute", "comm", "memory", "overlap", "exposed comm"],
+    range=["#4c78a8", "#f58518", "#9d9d9d", "#54a24b", "#e45756"],
+)
+PART_COLORS = alt.Scale(
+    domain=["compute_only", "overlap", "exposed_comm", "idle"],
+    range=["#4c78a8", "#54a24b", "#e45756", "#d9d9d9"],
+)
+
+
+def efficiency_chart(scaling: pl.DataFrame, predicted: pl.DataFrame | None = None) -> AnyChart:
+    measured = (
+        alt.Chart(scaling)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("dp:O", title="DP degree"),
+            y=alt.Y(
+                "efficiency:Q",
+                title="weak-scaling efficiency E(N)",
+                scale=alt.Scale(domain=[0, 1.1]),
+            ),
+            color=alt.Color("strategy:N"),
+            tooltip=[
+                "strategy",
+                "dp",
+                alt.Tooltip("efficiency:Q", format=".2f"),
+                alt.Tooltip("samples_per_s:Q", format=",.1f"),
+            ],
+        )
+    )
+    layers = [measured]
+    if predicted is not None and predicted.height:
+        layers.append(
+            alt.Chart(predicted)
+            .mark_line(strokeDash=[4, 4], point=alt.OverlayMarkDef(shape="diamond"))
+            .encode(
+                x="dp:O",
+                y="efficiency:Q",
+                color="strategy:N",
+                tooltip=[
+                    "strategy",
+                    "dp",
+                    alt.Tooltip("efficiency:Q", format=".2f"),
+                    alt.Tooltip("step_seconds:Q", format=".3f"),
+                ],
+            )
+        )
+    return alt.layer(*layers).properties(title="Efficiency vs DP degree (dashed: predicted)")
+
+
+def throughput_chart(scaling: pl.DataFrame) -> AnyChart:
+    return (
+        alt.Chart(scaling)
+        .mark_bar()
+        .encode(
+            x=alt.X("dp:O", title="DP degree"),
+            y=alt.Y("samples_per_s:Q", title="samples/s"),
+            color="strategy:N",
+            xOffset="strategy:N",
+            tooltip=[
+                "strategy",
+                "dp",
+                alt.Tooltip("samples_per_s:Q", format=",.1f"),
+                alt.Tooltip("tokens_per_s:Q", format=",.0f"),
+            ],
+        )
+        .properties(title="Throughput")
+    )
+
+
+def exposed_chart(scaling: pl.DataFrame) -> AnyChart:
+    return (
+        alt.Chart(scaling)
+        .mark_bar()
+        .encode(
+            x=alt.X("dp:O", title="DP degree"),
+            y=alt.Y(
+                "exposed_comm_fraction:Q",
+                title="exposed communication / step",
+                axis=alt.Axis(format="%"),
+            ),
+            color="strategy:N",
+            xOffset="strategy:N",
+            tooltip=["strategy", "dp", alt.Tooltip("exposed_comm_fraction:Q", format=".1%")],
+        )
+        .properties(title="Exposed communication")
+    )
+
+
+def timeline_chart(frame: pl.DataFrame) -> AnyChart:
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("start_ms:Q", title="ms from the step's start"),
+            x2="end_ms:Q",
+            y=alt.Y("lane:N", title=None, sort=["overlap", "exposed comm"]),
+            row=alt.Row("rank:N", title="rank"),
+            color=alt.Color("kind:N", scale=KIND_COLORS),
+            tooltip=[
+                "rank",
+                "lane",
+                "kind",
+                "name",
+                alt.Tooltip("start_ms:Q", format=",.3f"),
+                alt.Tooltip("end_ms:Q", format=",.3f"),
+            ],
+        )
+        .interactive(bind_y=False)
+    )
+
+
+def overlap_chart(frame: pl.DataFrame) -> AnyChart:
+    return (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X("step:O", title="step"),
+            y=alt.Y("ms:Q", title="ms", stack="zero"),
+            color=alt.Color("part:N", scale=PART_COLORS, sort=list(PART_COLORS.domain)),
+            order=alt.Order("part_order:Q"),
+            column=alt.Column("rank:N", title="rank"),
+            tooltip=["rank", "step", "part", alt.Tooltip("ms:Q", format=",.3f")],
+        )
+        .transform_calculate(
+            part_order="indexof(['compute_only','overlap','exposed_comm','idle'], datum.part)"
+        )
+    )
+
+
+def bucket_timeline_chart(calls: pl.DataFrame) -> AnyChart:
+    base = alt.Chart(calls).encode(y=alt.Y("label:N", title=None, sort=None), row=alt.Row("rank:N"))
+    waiting = base.mark_rule(strokeDash=[2, 2]).encode(
+        x=alt.X("ready_ms:Q", title="ms"), x2="start_ms:Q"
+    )
+    running = base.mark_bar().encode(
+        x="start_ms:Q",
+        x2="end_ms:Q",
+        color=alt.Color("collective:N"),
+        tooltip=[
+            "rank",
+            "step",
+            "label",
+            "collective",
+            alt.Tooltip("mb:Q", format=",.2f"),
+            alt.Tooltip("duration_ms:Q", format=",.3f"),
+            alt.Tooltip("exposed_ms:Q", format=",.3f"),
+            alt.Tooltip("busbw_gbps:Q", format=",.2f"),
+        ],
+    )
+    return alt.layer(waiting, running).properties(title="Ready (dashed) → start → end")
+
+
+def size_vs_duration_chart(calls: pl.DataFrame) -> AnyChart:
+    return (
+        alt.Chart(calls)
+        .mark_circle(size=60)
+        .encode(
+            x=alt.X("mb:Q", title="message MB", scale=alt.Scale(type="log")),
+            y=alt.Y("duration_ms:Q", title="duration ms", scale=alt.Scale(type="log")),
+            color="collective:N",
+            tooltip=[
+                "rank",
+                "step",
+                "label",
+                alt.Tooltip("mb:Q", format=",.2f"),
+                alt.Tooltip("duration_ms:Q", format=",.3f"),
+                alt.Tooltip("busbw_gbps:Q", format=",.2f"),
+            ],
+        )
+        .properties(title="Size vs duration")
+    )
+
+
+def memory_chart(frame: pl.DataFrame) -> AnyChart:
+    long = frame.unpivot(
+        index=["rank", "category"],
+        on=["measured_mb", "theory_mb"],
+        variable_name="source",
+        value_name="mb",
+    )
+    bars = (
+        alt.Chart(long)
+        .mark_bar()
+        .encode(
+            x=alt.X("category:N", title=None),
+            xOffset="source:N",
+            y=alt.Y("mb:Q", title="MB"),
+            color=alt.Color(
+                "source:N",
+                scale=alt.Scale(domain=["measured_mb", "theory_mb"], range=["#4c78a8", "#bab0ac"]),
+            ),
+            column=alt.Column("rank:N", title="rank"),
+            tooltip=["rank", "category", "source", alt.Tooltip("mb:Q", format=",.2f")],
+        )
+    )
+    return bars

@@ -1,0 +1,31 @@
+import streamlit as st
+
+from traceview.analysis.frames import calls_frame
+from traceview.dashboard import charts
+from traceview.dashboard.ui import pick_run
+
+st.title("Buckets and collectives")
+picked = pick_run()
+if picked:
+    run, job = picked
+    calls = calls_frame(job)
+    if calls.height == 0:
+        st.info("No communication in this run (a single rank, or no collectives traced).")
+    else:
+        st.altair_chart(charts.bucket_timeline_chart(calls), width="stretch")
+        st.altair_chart(charts.size_vs_duration_chart(calls), width="stretch")
+        for fit in job.fits:
+            st.write(f"**{fit.collective}**: {fit.advice(None)}")
+        st.dataframe(
+            calls.select(
+                "rank",
+                "step",
+                "label",
+                "collective",
+                "mb",
+                "duration_ms",
+                "exposed_ms",
+                "busbw_gbps",
+            ),
+            hide_index=True,
+        )

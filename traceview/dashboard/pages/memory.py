@@ -1,0 +1,32 @@
+import streamlit as st
+
+from traceview.analysis import theory
+from traceview.analysis.frames import memory_frame
+from traceview.dashboard import charts
+from traceview.dashboard.ui import pick_run
+
+st.title("Memory")
+picked = pick_run()
+if picked:
+    run, job = picked
+    frame = memory_frame(job)
+    if frame.height == 0:
+        st.info("Model-state memory comes from the harness's run.json; this run has none.")
+    else:
+        st.altair_chart(charts.memory_chart(frame), width="content")
+        st.caption(
+            "Measured: bytes each rank holds per category, at its largest over a step. "
+            "Theory: the fp32 AdamW ZeRO formula."
+        )
+
+st.subheader("Calculator")
+cols = st.columns(4)
+params = cols[0].number_input("parameters (millions)", min_value=1.0, value=1000.0, step=100.0)
+ranks = cols[1].number_input("DP degree", min_value=1, value=8, step=1)
+precision: theory.Precision = cols[2].selectbox("precision", ["fp32", "mixed"])  # type: ignore[assignment]
+stage = cols[3].selectbox("strategy", ["ddp", "zero1", "zero2", "zero3"])
+states = theory.model_state_bytes(stage, int(params * 1e6), int(ranks), precision)
+if states:
+    total = sum(states.values())
+    st.metric("model states per rank", f"{total / 2**30:,.2f} GiB")
+    st.write({k: f"{v / 2**30:,.2f} GiB" for k, v in states.items()})

@@ -1,0 +1,42 @@
+import tempfile
+from pathlib import Path
+
+import streamlit as st
+
+from traceview.analysis import analyze_trace
+from traceview.dashboard import data
+from traceview.dashboard.ui import guarded
+
+st.title("Runs")
+runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
+if runs is not None:
+    st.caption(f"Runs found under {data.root()}; choose one for the other pages.")
+    st.dataframe(runs, hide_index=True)
+    if runs.height:
+        names = runs["run"].to_list()
+        current = st.session_state.get("run")
+        choice = st.selectbox("run", names, index=names.index(current) if current in names else 0)
+        st.session_state["run"] = choice
+
+st.subheader("Upload a trace")
+upload = st.file_uploader(
+    f"a profiler trace (.json or .json.gz, up to {data.MAX_UPLOAD_MB} MB)", type=["json", "gz"]
+)
+if upload is not None:
+    if upload.size > data.MAX_UPLOAD_MB * 1e6:
+        st.error(
+            f"{upload.name}: {upload.size / 1e6:,.0f} MB is over the {data.MAX_UPLOAD_MB} MB limit"
+        )
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / Path(upload.name).name
+            path.write_bytes(upload.getvalue())
+            report = guarded(upload.name, lambda: analyze_trace(path))
+        if report and report.total:
+            t = report.total
+            st.write(f"rank {report.rank} of {report.world_size} · {report.mode}")
+            cols = st.columns(4)
+            cols[0].metric("compute ms", f"{t.compute_ns / 1e6:,.3f}")
+            cols[1].metric("comm ms", f"{t.comm_ns / 1e6:,.3f}")
+            cols[2].metric("exposed ms", f"{t.exposed_comm_ns / 1e6:,.3f}")
+            cols[3].metric("overlap", "-" if t.overlap_pct is None else f"{t.overlap_pct:.1f}%")

@@ -1,0 +1,44 @@
+"""The dashboard's charts as one static HTML page, with the charting scripts inline: for
+clusters where no server port can be opened and no CDN reached."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+
+from traceview.analysis.frames import calls_frame, memory_frame, overlap_frame, scaling_frame
+from traceview.analysis.job import JobReport
+from traceview.analysis.prediction import predict_jobs
+from traceview.dashboard import charts
+
+
+def report_chart(jobs: list[JobReport]) -> alt.VConcatChart:
+    sections: list[charts.AnyChart] = []
+    scaling = scaling_frame(jobs)
+    measured = scaling.filter(pl.col("efficiency").is_not_null()) if scaling.height else scaling
+    if measured.height:
+        predicted = predict_jobs(jobs)
+        pred = pl.DataFrame([p.__dict__ for p in predicted]) if predicted else None
+        sections += [
+            charts.efficiency_chart(measured, pred),
+            charts.throughput_chart(measured),
+            charts.exposed_chart(scaling),
+        ]
+    for job in jobs:
+        name = str(job.folder or job.ranks[0].trace)
+        overlap = overlap_frame(job)
+        if overlap.height:
+            sections.append(charts.overlap_chart(overlap).properties(title=f"Overlap · {name}"))
+        calls = calls_frame(job)
+        if calls.height:
+            sections.append(
+                charts.size_vs_duration_chart(calls).properties(title=f"Collectives · {name}")
+            )
+        memory = memory_frame(job)
+        if memory.height:
+            sections.append(charts.memory_chart(memory).properties(title=f"Model states · {name}"))
+    return alt.vconcat(*sections).properties(title="traceview report")
+
+
+def report_html(jobs: list[JobReport]) -> str:
+    return report_chart(jobs).to_html(inline=True)

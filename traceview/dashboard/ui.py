@@ -1,0 +1,48 @@
+"""What every page shares: choosing a run, and showing a problem as a message, not a trace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import streamlit as st
+
+from traceview.analysis.job import JobReport
+from traceview.dashboard import data
+from traceview.errors import TraceviewError
+
+T = TypeVar("T")
+
+
+def guarded(what: str, load: Callable[[], T]) -> T | None:
+    """Run `load`; on bad input show one clear message in the page and return None."""
+    try:
+        return load()
+    except TraceviewError as e:
+        st.error(f"{what}: {e.message}")
+    except (OSError, ValueError) as e:
+        st.error(f"{what}: {e}")
+    return None
+
+
+def pick_run(label: str = "run") -> tuple[str, JobReport] | None:
+    runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
+    if runs is None:
+        return None
+    if runs.height == 0:
+        st.warning(f"No traces under {data.root()}. Start the dashboard on a run or sweep folder.")
+        return None
+    names = runs["run"].to_list()
+    default = st.session_state.get("run")
+    choice = st.sidebar.selectbox(
+        label, names, index=names.index(default) if default in names else 0
+    )
+    st.session_state["run"] = choice
+    job = guarded(choice, lambda: data.job_for(choice))
+    if job is None:
+        return None
+    for r in job.ranks:
+        for note in r.notes:
+            if note.lossy:
+                st.warning(f"{r.trace.name}: {note.message}")
+    return choice, job
