@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from tests import tracebuild as tb
 
 ROOT = Path(__file__).parents[2]
-PAGES = ROOT / "traceview" / "dashboard" / "pages"
+PAGES = ROOT / "traceview" / "dashboard" / "views"
 SWEEP = ROOT / "sample_traces"
 
 

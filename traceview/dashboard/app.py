@@ -7,7 +7,7 @@ import streamlit as st
 from traceview.dashboard import data
 
 st.set_page_config(page_title="traceview", layout="wide")
-PAGES = Path(__file__).parent / "pages"
+PAGES = Path(__file__).parent / "views"
 navigation = st.navigation(
     [
         st.Page(PAGES / "scaling.py", title="Scaling", default=True),

@@ -34,8 +34,9 @@ def pick_run(label: str = "run") -> tuple[str, JobReport] | None:
         return None
     names = runs["run"].to_list()
     default = st.session_state.get("run")
+    first = int(runs["traces"].arg_max() or 0)  # first visit: the run with the most ranks
     choice = st.sidebar.selectbox(
-        label, names, index=names.index(default) if default in names else 0
+        label, names, index=names.index(default) if default in names else first
     )
     st.session_state["run"] = choice
     job = guarded(choice, lambda: data.job_for(choice))

@@ -1,0 +1,114 @@
+"""The dashboard in a real headless Chromium: start the server as users do, open every page,
+check the key elements rendered with data, and save a screenshot of each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+PAGES = {
+    "": ("Scaling", 3),
+    "timeline": ("Timeline", 1),
+    "overlap": ("Overlap", 1),
+    "buckets": ("Buckets and collectives", 2),
+    "memory": ("Memory", 1),
+    "runs": ("Runs", 0),
+}
+# The flags a sandboxed machine with no outside network needs (see the env notes).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+if CHROMIUM is None:
+    if os.environ.get("CI") == "true":
+        raise RuntimeError("CI must install Debian's chromium for the browser tests (.ci/run)")
+    pytest.skip("no chromium on this machine", allow_module_level=True)
+playwright = pytest.importorskip("playwright.sync_api")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = free_port()
+    log = tmp_path_factory.mktemp("dashboard") / "server.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "traceview",
+                "dashboard",
+                str(ROOT / "sample_traces"),
+                "--port",
+                str(port),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/_stcore/health", timeout=2
+                ) as r:
+                    if r.read() == b"ok":
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail(f"dashboard did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{port}", log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_every_page_renders_with_data(server, tmp_path):
+    url, log = server
+    assert "traceview dashboard on http://127.0.0.1:" in log.read_text()
+    shots = Path(os.environ.get("TRACEVIEW_SCREENSHOTS", tmp_path))
+    shots.mkdir(parents=True, exist_ok=True)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        for path, (title, charts) in PAGES.items():
+            page.goto(f"{url}/{path}")
+            page.wait_for_selector("h1", timeout=90_000)
+            assert page.locator("h1").first.inner_text() == title
+            if charts:
+                page.wait_for_selector(".vega-embed svg, .vega-embed canvas", timeout=90_000)
+                page.wait_for_function(
+                    f"document.querySelectorAll('.vega-embed').length >= {charts}", timeout=90_000
+                )
+            else:
+                page.wait_for_selector("[data-testid='stDataFrame']", timeout=90_000)
+            assert page.locator("[data-testid='stException']").count() == 0
+            page.wait_for_timeout(500)
+            shot = shots / f"{path or 'scaling'}.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+        browser.close()
