@@ -125,3 +125,12 @@ def test_paths_outside_the_root_are_refused(monkeypatch, tmp_path):
     with pytest.raises(TraceviewError, match="outside the folder"):
         data.inside_root(Path("../../etc"))
     assert data.inside_root(Path("a/../b")) == tmp_path / "b"
+
+
+def test_a_missing_rank_is_said_in_the_page(monkeypatch, tmp_path):
+    run = tmp_path / "three-of-four"
+    shutil.copytree(SWEEP / "cpu_sweep" / "ddp-dp4", run)
+    (run / "rank2.pt.trace.json.gz").unlink()
+    at = page("overlap", tmp_path, monkeypatch, run="three-of-four")
+    assert any("lists 4 ranks but traces of only 3" in w.value for w in at.warning)
+    assert charts(at)

@@ -42,6 +42,12 @@ def pick_run(label: str = "run") -> tuple[str, JobReport] | None:
     job = guarded(choice, lambda: data.job_for(choice))
     if job is None:
         return None
+    if job.run is not None and len(job.ranks) < job.run.world_size:
+        found = sorted(r.rank for r in job.ranks if r.rank is not None)
+        st.warning(
+            f"run.json lists {job.run.world_size} ranks but traces of only {len(job.ranks)} "
+            f"were read (ranks {found}): cross-rank numbers cover those alone."
+        )
     for r in job.ranks:
         for note in r.notes:
             if note.lossy:

@@ -1,0 +1,34 @@
+"""`traceview report`: the dashboard's charts in one HTML file that needs no network."""
+
+import json
+import re
+from pathlib import Path
+
+from tests.cli.run_cli import traceview
+
+SWEEP = Path(__file__).parents[2] / "sample_traces" / "cpu_sweep"
+
+
+def test_report_is_self_contained_with_every_section(tmp_path):
+    out = tmp_path / "report.html"
+    result = traceview("report", SWEEP, "--output", out)
+    assert result.code == 0, result.err
+    html = out.read_text()
+    assert not re.search(r'<script[^>]+src="https?://', html)  # scripts inline, no CDN
+    spec = json.loads(re.search(r"const spec = (\{.*?\});\n", html, re.S).group(1))
+    titles = json.dumps(spec, ensure_ascii=False)
+    for section in (
+        "Efficiency vs DP degree",
+        "Throughput",
+        "Exposed communication",
+        "Overlap · ",
+        "Collectives · ",
+        "Model states · ",
+    ):
+        assert section in titles
+    assert "zero3-dp4" in titles
+
+
+def test_report_needs_an_output_file():
+    result = traceview("report", SWEEP)
+    assert result.code == 2 and "report needs --output FILE.html" in result.err
