@@ -24,5 +24,7 @@ echo "== 3. traceview: collectives, ranks, and every run compared against the Ze
 "$venv/bin/traceview" compare "$out/sweep" --output "$out/compare.txt"
 "$venv/bin/traceview" compare "$out/sweep" --format json --output "$out/compare.json"
 "$venv/bin/traceview" export "$out/sweep/ddp-dp2" --output "$out/ddp-dp2.timeline.json.gz"
+"$venv/bin/traceview" report "$out/sweep" --output "$out/report.html"
 cat "$out/compare.txt"
-echo "== reports in $out/ (text, JSON, a Perfetto timeline); traces and run records in $out/sweep/"
+echo "== reports in $out/ (text, JSON, report.html, a Perfetto timeline); traces and run records in $out/sweep/"
+echo "   browse them: .venv/bin/traceview dashboard $out/sweep"
