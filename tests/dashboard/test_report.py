@@ -27,6 +27,8 @@ def test_report_is_self_contained_with_every_section(tmp_path):
     ):
         assert section in titles
     assert "zero3-dp4" in titles
+    # Strategies, overlap parts and memory sources are different domains: no shared colour scale.
+    assert spec["resolve"]["scale"]["color"] == "independent"
 
 
 def test_report_needs_an_output_file():

@@ -54,7 +54,9 @@ def efficiency_chart(scaling: pl.DataFrame, predicted: pl.DataFrame | None = Non
                 ],
             )
         )
-    return alt.layer(*layers).properties(title="Efficiency vs DP degree (dashed: predicted)")
+    return alt.layer(*layers).properties(
+        title="Efficiency vs DP degree (dashed: predicted)", width=480
+    )
 
 
 def throughput_chart(scaling: pl.DataFrame) -> AnyChart:

@@ -37,7 +37,13 @@ def report_chart(jobs: list[JobReport]) -> alt.VConcatChart:
         memory = memory_frame(job)
         if memory.height:
             sections.append(charts.memory_chart(memory).properties(title=f"Model states · {name}"))
-    return alt.vconcat(*sections).properties(title="traceview report")
+    # Each chart keeps its own scales and legend: strategies, parts and sources are not one domain.
+    return (
+        alt.vconcat(*sections)
+        .resolve_scale(color="independent", x="independent", y="independent")
+        .resolve_legend(color="independent")
+        .properties(title="traceview report")
+    )
 
 
 def report_html(jobs: list[JobReport]) -> str:
