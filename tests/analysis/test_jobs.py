@@ -220,3 +220,16 @@ def test_alpha_beta_fit_says_when_it_cannot():
     fit = fit_alpha_beta(one_size, "all_reduce")
     assert fit.confidence == "low" and fit.size_for_90pct_bytes is None
     assert "no recommendation" in fit.advice(10)
+
+
+def test_alpha_beta_fit_gives_no_size_when_size_explains_little():
+    import polars as pl
+
+    sizes = [1e6, 2e6, 4e6, 1e6, 2e6, 4e6]
+    noisy = [900_000, 50_000, 700_000, 80_000, 990_000, 400_000]  # durations unrelated to size
+    calls = pl.DataFrame(
+        {"collective": ["all_reduce"] * 6, "bytes": [int(s) for s in sizes], "dur_ns": noisy}
+    )
+    fit = fit_alpha_beta(calls, "all_reduce")
+    assert fit.confidence == "low" and fit.size_for_90pct_bytes is None
+    assert fit.advice(2e6).startswith("no recommendation (")

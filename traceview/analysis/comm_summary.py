@@ -12,6 +12,7 @@ from traceview.model import Timeline
 from traceview.parse.run_record import Bucket
 
 GRADIENT_COLLECTIVES = ("all_reduce", "reduce_scatter")
+MIN_R2_FOR_ADVICE = 0.5
 
 
 def label_buckets(calls: pl.DataFrame, buckets: list[Bucket] | None) -> pl.DataFrame:
@@ -131,6 +132,8 @@ def fit_alpha_beta(calls: pl.DataFrame, collective: str, duration: str = "dur_ns
         confidence, why = "low", f"R² {r2:.2f}: durations vary for reasons other than size"
     alpha_ns = max(intercept, 0.0)
     bandwidth = 1.0 / slope  # bytes per ns
+    # Below R² 0.5 size explains too little of the duration to size anything on it.
+    advisable = alpha_ns > 0 and r2 >= MIN_R2_FOR_ADVICE
     return AlphaBetaFit(
         collective=collective,
         calls=rows.height,
@@ -140,7 +143,7 @@ def fit_alpha_beta(calls: pl.DataFrame, collective: str, duration: str = "dur_ns
         r2=r2,
         confidence=confidence,
         why=why,
-        size_for_90pct_bytes=9.0 * alpha_ns * bandwidth if alpha_ns > 0 else None,
+        size_for_90pct_bytes=9.0 * alpha_ns * bandwidth if advisable else None,
     )
 
 

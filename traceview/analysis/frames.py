@@ -62,9 +62,10 @@ def memory_frame(job: JobReport) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
-def calls_frame(job: JobReport) -> pl.DataFrame:
-    """Collective calls with times in ms from the job's start, and a label (bucket or module)."""
-    calls = job.calls
+def calls_frame(job: JobReport, step: int | None = None) -> pl.DataFrame:
+    """Collective calls (of one step, if given) with times in ms from the first call's ready
+    time, and a label (bucket or module)."""
+    calls = job.calls if step is None else job.calls.filter(pl.col("step") == step)
     if calls.height == 0:
         return calls
     origin = calls["ready_ns"].drop_nulls().min() or calls["start_ns"].min()

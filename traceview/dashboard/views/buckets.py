@@ -12,7 +12,9 @@ if picked:
     if calls.height == 0:
         st.info("No communication in this run (a single rank, or no collectives traced).")
     else:
-        st.altair_chart(charts.bucket_timeline_chart(calls), width="stretch")
+        steps = sorted(calls["step"].drop_nulls().unique().to_list())
+        step = st.sidebar.selectbox("step", steps) if steps else None
+        st.altair_chart(charts.bucket_timeline_chart(calls_frame(job, step)), width="stretch")
         st.altair_chart(charts.size_vs_duration_chart(calls), width="stretch")
         for fit in job.fits:
             st.write(f"**{fit.collective}**: {fit.advice(None)}")

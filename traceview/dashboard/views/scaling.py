@@ -32,4 +32,6 @@ if runs is not None and runs.height:
         left, right = st.columns(2)
         left.altair_chart(charts.throughput_chart(measured), width="stretch")
         right.altair_chart(charts.exposed_chart(scaling), width="stretch")
-    st.dataframe(scaling, hide_index=True)
+    base = str(data.root())
+    shown = scaling.with_columns(pl.col("job").str.strip_prefix(base).str.strip_prefix("/"))
+    st.dataframe(shown, hide_index=True)
