@@ -45,11 +45,7 @@ def _mean(values: list[float]) -> float | None:
 def run_record(
     cfg: RunConfig, env: DistEnv, par: Parallel, result: RankResult, ranks: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    num_params = (
-        sum(p.numel() for p in par.module.parameters() if not hasattr(p, "to_local")) or None
-    )
-    if num_params is None:  # sharded: count the global shapes
-        num_params = sum(p.numel() for p in par.module.parameters())
+    num_params = sum(p.numel() for p in par.module.parameters())  # DTensors count global shapes
     global_batch = cfg.micro_batch * env.world_size * cfg.grad_accum
     # Step time: rank 0's clock, the slowest rank sets the pace anyway. The first step warms
     # caches and rebuilds DDP buckets, so it is left out of both means.

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from traceview.model import Timeline
-
 
 @dataclass(frozen=True, kw_only=True)
 class CollectiveSummary:
@@ -18,13 +16,13 @@ class CollectiveSummary:
     bytes_known: int  # how many calls had a recorded size
 
 
-def collective_summaries(timeline: Timeline) -> list[CollectiveSummary]:
-    comm = timeline.intervals.filter(pl.col("kind") == "comm")
+def collective_summaries(calls: pl.DataFrame) -> list[CollectiveSummary]:
+    """From the per-call table (analysis/collectives.py)."""
     table = (
-        comm.group_by(pl.col("collective").fill_null("unknown"))
+        calls.group_by(pl.col("collective").fill_null("unknown"))
         .agg(
             count=pl.len(),
-            total_ns=(pl.col("end_ns") - pl.col("ts_ns")).sum(),
+            total_ns=pl.col("dur_ns").sum(),
             bytes=pl.col("bytes").sum(),
             bytes_known=pl.col("bytes").count(),
         )

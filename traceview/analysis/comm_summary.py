@@ -3,7 +3,7 @@ and an α-β fit of duration against size with the bucket size it suggests."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -113,13 +113,13 @@ def fit_alpha_beta(calls: pl.DataFrame, collective: str, duration: str = "dur_ns
         size_for_90pct_bytes=None,
     )
     if distinct < 2:
-        return _replace(empty, why=f"{distinct} distinct message size(s); a fit needs two or more")
+        return replace(empty, why=f"{distinct} distinct message size(s); a fit needs two or more")
     slope, intercept = np.polyfit(x, y, 1)
     residual = y - (intercept + slope * x)
     total = ((y - y.mean()) ** 2).sum()
     r2 = 1.0 - (residual**2).sum() / total if total > 0 else 0.0
     if slope <= 0:
-        return _replace(empty, r2=r2, why="duration does not grow with size in these calls")
+        return replace(empty, r2=r2, why="duration does not grow with size in these calls")
     spread = x.max() / max(x.min(), 1.0)
     if rows.height >= 6 and distinct >= 3 and spread >= 4 and r2 >= 0.9:
         confidence, why = (
@@ -145,9 +145,3 @@ def fit_alpha_beta(calls: pl.DataFrame, collective: str, duration: str = "dur_ns
         why=why,
         size_for_90pct_bytes=9.0 * alpha_ns * bandwidth if advisable else None,
     )
-
-
-def _replace(fit: AlphaBetaFit, **changes: object) -> AlphaBetaFit:
-    from dataclasses import replace
-
-    return replace(fit, **changes)  # type: ignore[arg-type]

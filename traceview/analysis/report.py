@@ -70,7 +70,7 @@ def analyze_trace(
         notes=tuple(notes),
         total=total,
         steps=tuple(step_breakdowns(timeline)),
-        collectives=tuple(collective_summaries(timeline)),
+        collectives=tuple(collective_summaries(calls)),
         epoch_span_ns=_epoch_span(total, trace.meta.base_time_ns),
         calls=calls,
         backward_tails=tuple(backward_tails(timeline, calls)),

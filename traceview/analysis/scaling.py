@@ -4,7 +4,7 @@ communication, communication volume and model-state memory, each beside the theo
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -95,8 +95,6 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
 def _with_efficiency(rows: list[ScalingRow]) -> list[ScalingRow]:
     """E(N) against the same strategy's DP-1 run among the inputs (weak scaling: the per-rank
     batch is the same at every N). Without throughput, T(1)/T(N) from step times."""
-    from dataclasses import replace
-
     out = []
     for row in rows:
         base = next((r for r in rows if r.strategy == row.strategy and r.dp == 1), None)
