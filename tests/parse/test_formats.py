@@ -4,6 +4,7 @@ import gzip
 import json
 
 import msgspec
+import polars as pl
 import pytest
 
 from tests import tracebuild as tb
@@ -105,10 +106,66 @@ def test_old_format_string_ids_and_capitalised_categories(tmp_path):
 
 
 def test_fields_of_unexpected_types_are_decoded_leniently(tmp_path):
-    events = [tb.kernel("k", 10, 5, 1), {**tb.launch(1, 1), "args": {"correlation": "1"}}]
+    events = [tb.kernel("k", 10, 5, 1), {**tb.launch(1, 1), "tid": 1.0}]
     trace = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": events}))
-    assert sorted(trace.events["correlation"].to_list()) == [1, 1]
+    assert sorted(trace.events["tid"].to_list()) == [1, 7]
     assert any("unexpected types" in n.message for n in trace.notes)
+
+
+def test_hex_string_streams_of_rocm_runtime_events_are_read(tmp_path):
+    # ROCm 6.2 writes the runtime call's stream as a hex string; nothing may be dropped.
+    launch = tb.launch(1, 5, name="hipLaunchKernel")
+    launch["args"]["stream"] = "0x0"
+    k = tb.kernel("Cijk_Alik_Bljk_SB_MT64x64x16", 10, 20, corr=1)
+    k["args"]["stream"] = "0x1f"
+    trace = read_trace(tb.write(tmp_path / "t.json", tb.document([tb.step(1, 0, 100), launch, k])))
+    assert not any(n.lossy for n in trace.notes)
+    rows = {r["cat"]: r for r in trace.events.iter_rows(named=True)}
+    assert rows["runtime"]["stream"] == 0 and rows["runtime"]["correlation"] == 1
+    assert rows["kernel"]["stream"] == 31
+
+
+def test_times_written_as_strings_are_exact(tmp_path):
+    events = [
+        {**tb.cpu_op("a", 0, 0), "ts": "1700000000123456.789", "dur": "2.5"},
+        {**tb.cpu_op("b", 0, 0), "ts": "1700000000123460.001", "dur": "1"},
+    ]
+    trace = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": events}))
+    assert trace.events["ts_ns"].to_list() == [1700000000123456789, 1700000000123460001]
+    assert trace.events["end_ns"].to_list() == [1700000000123459289, 1700000000123461001]
+    assert not any(n.lossy for n in trace.notes)
+
+
+def test_string_args_quoted_unquoted_or_numbers_read_alike(tmp_path):
+    def comms(**args):
+        return tb.cpu_op("record_param_comms", 1, 1, **args)
+
+    events = [
+        comms(**{"Collective name": "allreduce", "dtype": "Float", "Process Group Name": "0"}),
+        comms(**{"Collective name": '"allreduce"', "dtype": '"Float"', "Process Group Name": 0}),
+        comms(**{"Collective name": "allreduce", "dtype": "Float", "Process Group Name": '"0"'}),
+    ]
+    for e in events:
+        e["args"].update({"In msg nelems": "10", "Seq": 3.0, "Process Group Ranks": "[0, 1, 2]"})
+    trace = read_trace(tb.write(tmp_path / "t.json", {"traceEvents": events}))
+    args = trace.comm_args.drop("row").unique()
+    assert args.height == 1
+    row = args.row(0, named=True)
+    assert (row["collective_name"], row["dtype"], row["pg_name"]) == ("allreduce", "Float", "0")
+    assert (row["in_nelems"], row["seq"], row["group_size"]) == (10, 3, 3)
+
+
+def test_ids_above_2_63_keep_their_identity(tmp_path):
+    big = 2**63 + 5  # written as uint64 by some Kineto versions
+    events = [
+        {**tb.launch(big, 5), "pid": 2**64 - 1},
+        tb.kernel("k", 10, 20, corr=big),
+        tb.kernel("other", 40, 5, corr=big + 1),
+    ]
+    trace = read_trace(tb.write(tmp_path / "t.json", tb.document([tb.step(1, 0, 100), *events])))
+    assert not any(n.lossy for n in trace.notes)
+    ids = trace.events.filter(pl.col("correlation").is_not_null())["correlation"].to_list()
+    assert len(ids) == 3 and ids[0] == ids[1] != ids[2]  # wrapped alike, still told apart
 
 
 def test_chunk_boundaries_inside_strings_are_rejected(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import msgspec
 import polars as pl
 
 from traceview.parse.events import CompleteEvent, MetadataEvent
@@ -63,7 +64,6 @@ COMM_ARGS_SCHEMA: dict[str, pl.DataType] = {
     "dtype": pl.String(),
     "pg_name": pl.String(),
     "pg_desc": pl.String(),
-    "pg_ranks": pl.String(),
     "group_size": pl.Int64(),
     "seq": pl.Int64(),
     "input_dims": pl.String(),
@@ -71,12 +71,74 @@ COMM_ARGS_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def _id(value: object) -> int | None:
-    """pid/tid as an integer: old traces write "stream 7" or "25738"; Kineto's own rows "Spans"."""
-    if value is None or value.__class__ is int:
-        return value  # type: ignore[return-value]
-    digits = "".join(ch for ch in str(value) if ch.isdigit())
-    return int(digits) if digits else None
+_INT64_SPAN = 1 << 64
+_INT64_MAX = (1 << 63) - 1
+
+
+def _wrap(value: int) -> int:
+    """Into int64, keeping identity: ids above 2^63 (written as uint64) wrap to negatives."""
+    if -_INT64_MAX - 1 <= value <= _INT64_MAX:
+        return value
+    return (value + (1 << 63)) % _INT64_SPAN - (1 << 63)
+
+
+def whole(value: object) -> int | None:
+    """An integer however a trace wrote it: 7, 7.0, "7", "0x7" (ROCm streams), "\"7\"", or
+    "stream 7" / "25738" in old traces' pid/tid; Kineto's own rows ("Spans") have none."""
+    if value is None or value.__class__ is bool:
+        return None
+    if value.__class__ is int:
+        return _wrap(value)  # type: ignore[arg-type]
+    if isinstance(value, float):
+        return _wrap(int(value)) if value.is_integer() else None
+    text = str(value).strip().strip('"').strip()
+    try:
+        if text.lower().startswith(("0x", "-0x")):
+            return _wrap(int(text, 16))
+        return _wrap(int(text))
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+        return _wrap(int(number)) if number.is_integer() else None
+    except (ValueError, OverflowError):
+        pass
+    digits = "".join(ch for ch in text if ch.isdigit())
+    return _wrap(int(digits)) if digits else None
+
+
+def text(value: object) -> str | None:
+    """A string arg however a trace wrote it: "0", "\"0\"" (quotes kept) or 0 (a number)."""
+    if value is None:
+        return None
+    if value.__class__ is str:
+        s: str = value  # type: ignore[assignment]
+        return s[1:-1] if len(s) >= 2 and s[0] == s[-1] == '"' else s
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def list_length(raw: msgspec.Raw) -> int | None:
+    """Length of a JSON list, or of a list written as a string ("[0, 1, 2]")."""
+    if not raw:
+        return None
+    try:
+        value = msgspec.json.decode(raw)
+        if isinstance(value, str):
+            value = msgspec.json.decode(value.encode())
+    except msgspec.DecodeError:
+        return None
+    return len(value) if isinstance(value, list) else None
+
+
+def exact_ns(value: object) -> int | None:
+    """Microseconds written as a decimal or a string -> integer nanoseconds, exactly."""
+    try:
+        ns = int(Decimal(value if value.__class__ is not float else repr(value)) * 1000)  # type: ignore[arg-type]
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+    return ns if -_INT64_MAX <= ns <= _INT64_MAX else None
 
 
 def nanoseconds(us: pl.Expr) -> pl.Expr:
@@ -96,10 +158,10 @@ def category(raw: pl.Expr) -> pl.Expr:
 
 
 def _ids(values: list[object]) -> pl.Series:
-    ids = pl.Series(values, dtype=pl.Int64, strict=False)  # strings become null ...
+    ids = pl.Series(values, dtype=pl.Int64, strict=False)  # odd values become null ...
     if ids.null_count() > values.count(None):  # ... and are read one by one
         at = ids.is_null().arg_true().to_list()
-        ids = ids.scatter(at, pl.Series([_id(values[i]) for i in at], dtype=pl.Int64))
+        ids = ids.scatter(at, pl.Series([whole(values[i]) for i in at], dtype=pl.Int64))
     return ids
 
 
@@ -108,21 +170,22 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
     # Hot path: one list comprehension per column, everything else vectorised in polars.
     args = [e.args for e in xs]
     ts = [e.ts for e in xs]
-    exact = bool(ts) and isinstance(ts[0], Decimal)
+    # Epoch timestamps with fractions (decoded as decimals) and timestamps written as strings
+    # are converted exactly; one clock per trace, so the first timestamp tells.
+    exact = bool(ts) and isinstance(next((v for v in ts if v is not None), None), Decimal | str)
     names = [e.name for e in xs]
     frame = pl.DataFrame(
         {
             "ts_us": None if exact else ts,
-            "ts_exact_ns": [None if v is None else int(v * 1000) for v in ts] if exact else None,
-            "dur_us": [e.dur for e in xs],
+            "ts_exact_ns": [None if v is None else exact_ns(v) for v in ts] if exact else None,
+            "dur_us": [e.dur for e in xs],  # strings like "12.5" are read by polars (strict=False)
             "name": names,
             "cat": [e.cat for e in xs],
             "pid": _ids([e.pid for e in xs]),
             "tid": _ids([e.tid for e in xs]),
-            # Numbers may arrive as floats; strict=False lets polars make them integers.
-            "correlation": [a.correlation if a is not None else None for a in args],
-            "device": [a.device if a is not None else None for a in args],
-            "stream": [a.stream if a is not None else None for a in args],
+            "correlation": _ids([a.correlation if a is not None else None for a in args]),
+            "device": _ids([a.device if a is not None else None for a in args]),
+            "stream": _ids([a.stream if a is not None else None for a in args]),
         },
         schema=BATCH_SCHEMA,
         strict=False,
@@ -135,15 +198,17 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
     comm_frame = pl.DataFrame(
         {
             "row": [r for r, _ in comm],
-            "collective_name": [a.collective_name for _, a in comm],
-            "in_nelems": [a.in_nelems for _, a in comm],
-            "out_nelems": [a.out_nelems for _, a in comm],
-            "dtype": [a.dtype for _, a in comm],
-            "pg_name": [a.pg_name for _, a in comm],
-            "pg_desc": [a.pg_desc for _, a in comm],
-            "pg_ranks": [a.pg_ranks for _, a in comm],
-            "group_size": [a.group_size for _, a in comm],
-            "seq": [a.seq for _, a in comm],
+            "collective_name": [text(a.collective_name) for _, a in comm],
+            "in_nelems": [whole(a.in_nelems) for _, a in comm],
+            "out_nelems": [whole(a.out_nelems) for _, a in comm],
+            "dtype": [text(a.dtype) for _, a in comm],
+            "pg_name": [text(a.pg_name) for _, a in comm],
+            "pg_desc": [text(a.pg_desc) for _, a in comm],
+            "group_size": [
+                whole(a.group_size) if a.group_size is not None else list_length(a.pg_ranks)
+                for _, a in comm
+            ],
+            "seq": [whole(a.seq) for _, a in comm],
             "input_dims": [bytes(a.input_dims).decode() or None for _, a in comm],
             "input_type": [bytes(a.input_type).decode() or None for _, a in comm],
         },
@@ -157,6 +222,6 @@ def thread_names(metadata: list[MetadataEvent], names: dict[tuple[int, int], lis
     """Collect "thread_name" metadata; a thread may be named more than once."""
     for e in metadata:
         if e.name == "thread_name" and e.args is not None and e.args.name:
-            pid, tid = _id(e.pid), _id(e.tid)
+            pid, tid = whole(e.pid), whole(e.tid)
             if pid is not None and tid is not None:
                 names.setdefault((pid, tid), []).append(e.args.name)

@@ -14,23 +14,27 @@ from typing import Any, Union
 
 import msgspec
 
-Number = int | float
+# Kineto versions disagree on how they write some values: ids as hex strings ("0x0", ROCm),
+# times as strings ("12.345"), string args as numbers or with their quotes kept ("\"0\"").
+# Such fields take any of the three; parse/columns.py reads each one the same way.
+Loose = int | float | str
 
 
 class Args(msgspec.Struct, gc=False):
-    correlation: Number | None = None
-    device: Number | None = None
-    stream: Number | None = None
+    correlation: Loose | None = None
+    device: Loose | None = None
+    stream: Loose | None = None
     # Collective arguments (record_param_comms ops, and NCCL kernels in newer traces).
-    collective_name: str | None = msgspec.field(default=None, name="Collective name")
-    in_nelems: Number | None = msgspec.field(default=None, name="In msg nelems")
-    out_nelems: Number | None = msgspec.field(default=None, name="Out msg nelems")
-    dtype: str | None = None
-    pg_name: str | None = msgspec.field(default=None, name="Process Group Name")
-    pg_desc: str | None = msgspec.field(default=None, name="Process Group Description")
-    pg_ranks: str | None = msgspec.field(default=None, name="Process Group Ranks")
-    group_size: Number | None = msgspec.field(default=None, name="Group size")
-    seq: Number | None = msgspec.field(default=None, name="Seq")
+    collective_name: Loose | None = msgspec.field(default=None, name="Collective name")
+    in_nelems: Loose | None = msgspec.field(default=None, name="In msg nelems")
+    out_nelems: Loose | None = msgspec.field(default=None, name="Out msg nelems")
+    dtype: Loose | None = None
+    pg_name: Loose | None = msgspec.field(default=None, name="Process Group Name")
+    pg_desc: Loose | None = msgspec.field(default=None, name="Process Group Description")
+    # A list, or a list written as a string; kept undecoded (only its length is used).
+    pg_ranks: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Process Group Ranks")
+    group_size: Loose | None = msgspec.field(default=None, name="Group size")
+    seq: Loose | None = msgspec.field(default=None, name="Seq")
     # Shapes, kept undecoded: only collective ops need them, and they are large.
     input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
     input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
@@ -45,8 +49,8 @@ class CompleteEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     name: str = ""
     pid: int | str | None = None
     tid: int | str | None = None
-    ts: Number | None = None
-    dur: Number | None = None
+    ts: Loose | None = None
+    dur: Loose | None = None
     args: Args | None = None
 
 
@@ -103,7 +107,7 @@ def needs_precision(complete: list[CompleteEvent]) -> bool:
     """True when the batch has epoch-sized timestamps with fractions (float64 would blur them)."""
     for e in complete:
         if e.ts is not None:
-            if e.ts < FLOAT_EXACT_US:
+            if e.ts.__class__ is str or e.ts < FLOAT_EXACT_US:  # type: ignore[operator]
                 return False  # one clock per trace: the first timestamp decides
             break
-    return any(e.ts is not None and e.ts % 1 for e in complete)
+    return any(e.ts is not None and e.ts.__class__ is not str and e.ts % 1 for e in complete)  # type: ignore[operator]
