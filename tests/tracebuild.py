@@ -117,8 +117,9 @@ def write(path: Path, doc: Any, gz: bool | None = None) -> Path:
 
 
 def gpu_example() -> list[Event]:
-    """Step 1: compute [50,80)+[80,130), NCCL all-reduce [70,140); step 2: compute [140,170),
-    memcpy [170,175), and a kernel with no recorded launch at [180,190)."""
+    """A kernel with no recorded launch (the previous, unprofiled step's) at [20,55); step 1:
+    compute [50,80)+[80,130), NCCL all-reduce [70,140); step 2: compute [140,170), memcpy
+    [170,175)."""
     return [
         step(1, 0, 100),
         step(2, 100, 100),
@@ -146,7 +147,7 @@ def gpu_example() -> list[Event]:
         ),
         kernel("volta_sgemm_64x64_nt", 140, 30, corr=4),
         kernel("Memcpy DtoH (Device -> Pageable)", 170, 5, corr=5, cat="gpu_memcpy"),
-        kernel("void at::native::reduce_kernel<512, 1>", 180, 10, corr=99),
+        kernel("void at::native::reduce_kernel<512, 1>", 20, 35, corr=99),
     ]
 
 

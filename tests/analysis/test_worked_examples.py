@@ -24,19 +24,30 @@ def test_gpu_steps_totals_and_collectives(tmp_path):
     assert b.compute_only_ns == 20 * US  # [50,70)
     assert b.idle_ns == 0
     assert b.overlap_pct == pytest.approx(600 / 7)
-    # Step 2: compute [140,170) and the unlaunched kernel [180,190); the memcpy is not compute.
+    # Step 2: compute [140,170); the memcpy [170,175) is not compute and does not stretch it.
     b = s2.breakdown
     assert s2.step == 2
-    assert (b.start_ns, b.end_ns) == (140 * US, 190 * US)
-    assert (b.compute_ns, b.comm_ns, b.overlap_ns) == (40 * US, 0, 0)
-    assert b.idle_ns == 10 * US
+    assert (b.start_ns, b.end_ns) == (140 * US, 170 * US)
+    assert (b.compute_ns, b.comm_ns, b.overlap_ns, b.idle_ns) == (30 * US, 0, 0, 0)
     assert b.overlap_pct is None
-    # Whole trace: window [50,190).
+    # The kernel whose launch is not in the trace ran before the window: a row of its own.
+    before = report.before_first_step
+    assert before is not None and before.kernels == 1
+    b = before.breakdown
+    assert (b.start_ns, b.end_ns, b.compute_ns, b.comm_ns, b.idle_ns) == (
+        20 * US,
+        55 * US,
+        35 * US,
+        0,
+        0,
+    )
+    # Whole trace: window [20,175), everything in it; compute [20,130) + [140,170).
     t = report.total
     assert t is not None
-    assert (t.window_ns, t.compute_ns, t.comm_ns) == (140 * US, 120 * US, 70 * US)
-    assert (t.overlap_ns, t.exposed_comm_ns, t.compute_only_ns) == (60 * US, 10 * US, 60 * US)
-    assert t.idle_ns == 10 * US
+    assert (t.window_ns, t.compute_ns, t.comm_ns) == (155 * US, 140 * US, 70 * US)
+    assert (t.overlap_ns, t.exposed_comm_ns, t.compute_only_ns) == (60 * US, 10 * US, 80 * US)
+    assert t.idle_ns == 5 * US  # the memcpy's time
+    assert t.overlap_pct == pytest.approx(600 / 7)
     (c,) = report.collectives
     assert (c.collective, c.count, c.total_ns, c.bytes, c.bytes_known) == (
         "all_reduce",

@@ -47,9 +47,13 @@ def test_json_schema(gpu_trace, capsys):
     }
     assert (rank["rank"], rank["world_size"]) == (0, 2)
     assert set(rank["total"]) == TOTAL_KEYS
-    assert rank["total"]["compute_us"] == 120.0 and rank["total"]["idle_us"] == 10.0
-    s1, s2 = rank["steps"]
-    assert set(s1) == TOTAL_KEYS | {"step"}
+    assert rank["total"]["compute_us"] == 140.0 and rank["total"]["idle_us"] == 5.0
+    before, s1, s2 = rank["steps"]
+    assert set(before) == TOTAL_KEYS | {"step", "before_first_step", "kernels"}
+    assert (before["step"], before["before_first_step"], before["kernels"]) == (None, True, 1)
+    assert before["window_us"] == 35.0 and before["compute_us"] == 35.0
+    assert set(s1) == TOTAL_KEYS | {"step", "before_first_step"}
+    assert (s1["step"], s1["before_first_step"]) == (1, False)
     assert s1["overlap_pct"] == pytest.approx(600 / 7)
     assert s2["overlap_pct"] is None  # no communication: undefined, not 0
     assert rank["collectives"] == [
@@ -60,9 +64,10 @@ def test_json_schema(gpu_trace, capsys):
 def test_csv_rows_per_step_and_total(gpu_trace, capsys):
     assert main(["analyze", "--format", "csv", str(gpu_trace)]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert [r["step"] for r in rows] == ["1", "2", "total"]
-    assert rows[0]["overlap_us"] == "60.000" and rows[1]["overlap_pct"] == ""
-    assert rows[2]["window_us"] == "140.000"
+    assert [r["step"] for r in rows] == ["before_first_step", "1", "2", "total"]
+    assert rows[0]["window_us"] == "35.000"
+    assert rows[1]["overlap_us"] == "60.000" and rows[2]["overlap_pct"] == ""
+    assert rows[3]["window_us"] == "155.000"
 
 
 def test_table_is_readable(gpu_trace, capsys):
@@ -70,6 +75,7 @@ def test_table_is_readable(gpu_trace, capsys):
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("rank 0 of 2 · nccl · gpu · ")
     assert "overlap %" in out and "85.7" in out
+    assert "before first step" in out
     assert "all_reduce: 1 calls, 0.070 ms, 0.0 MB" in out
 
 
@@ -77,7 +83,7 @@ def test_step_filter_keeps_totals(gpu_trace, capsys):
     assert main(["analyze", "--format", "json", "--steps", "2", str(gpu_trace)]) == 0
     (rank,) = json.loads(capsys.readouterr().out)["ranks"]
     assert [s["step"] for s in rank["steps"]] == [2]
-    assert rank["total"]["window_us"] == 140.0
+    assert rank["total"]["window_us"] == 155.0
 
 
 def test_output_file_and_parallel_folder(tmp_path):

@@ -24,7 +24,7 @@ def raw_events(path: Path) -> list[dict]:
 
 
 def test_every_shared_trace_is_a_fixture():
-    assert len(ALL) == 7
+    assert len(ALL) == 8
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda p: p.name)
@@ -109,6 +109,35 @@ def test_w8_all_to_all_is_named_by_its_cpu_call_and_sized_from_shapes():
     assert {e["args"]["Input type"][0] for e in spans} == {"float", "int"}
     numels = [math.prod(e["args"]["Input Dims"][0]) for e in spans]
     assert by_type["all_to_all"].bytes == 4 * sum(numels)
+
+
+def test_kernels_launched_before_the_trace_began_belong_to_no_step():
+    # The same real step 1010, alone and as a trace that started mid-run: with the GPU work
+    # step 1009 launched still on the device, but not 1009's launches.
+    alone = analyze_trace(FIXTURES / "nccl_w8_rank3_step1010.json.gz")
+    mid_run = FIXTURES / "nccl_w8_rank3_step1010_started_mid_run.json.gz"
+    report = analyze_trace(mid_run)
+    assert [s.step for s in report.steps] == [1010]
+    assert report.steps[0].breakdown == alone.steps[0].breakdown
+    launched = {
+        e["args"]["correlation"]
+        for e in raw_events(mid_run)
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
+    earlier = [
+        e
+        for e in raw_events(mid_run)
+        if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
+        and e["args"]["correlation"] not in launched
+    ]
+    before = report.before_first_step
+    assert before is not None and before.kernels == len(earlier) > 0
+    spanning = [e for e in earlier if e["cat"] == "kernel"]
+    assert before.breakdown.start_ns == round(min(e["ts"] for e in spanning) * 1000)
+    assert before.breakdown.end_ns == round(max(e["ts"] + e["dur"] for e in spanning) * 1000)
+    # Everything still counts in the whole-trace totals.
+    assert report.total is not None and alone.total is not None
+    assert report.total.compute_ns > alone.total.compute_ns
 
 
 def test_sampled_two_ranks_of_a_128_rank_job():

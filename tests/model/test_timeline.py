@@ -25,8 +25,22 @@ def test_gpu_kinds_lanes_steps_and_launches(tmp_path):
     assert rows[170]["kind"] == "memory"
     assert rows[80]["kind"] == "compute" and rows[80]["step"] == 1  # launched at 20 µs
     assert rows[80]["launch_ns"] == 20 * US
-    assert rows[180]["step"] == 2 and rows[180]["launch_ns"] is None  # falls back on its start
+    # Launched before the profiling window: in no step, though it runs inside step 1's span.
+    assert rows[20]["step"] is None and rows[20]["launch_ns"] is None
     assert set(iv["rank"].to_list()) == {0}
+
+
+def test_kernels_are_placed_by_start_only_when_no_launch_is_recorded(tmp_path):
+    events = [tb.step(1, 0, 100), tb.step(2, 100, 100), tb.kernel("k", 150, 10, corr=1)]
+    tl = timeline(tmp_path, events)
+    assert tl.intervals["step"].to_list() == [2]
+    assert any("no kernel's launch is recorded" in n.message for n in tl.notes)
+
+
+def test_kernels_launched_before_the_window_are_noted(tmp_path):
+    tl = timeline(tmp_path, tb.gpu_example())
+    (note,) = [n for n in tl.notes if "before the profiling window" in n.message]
+    assert note.message.startswith("1 kernels") and not note.lossy
 
 
 def test_comm_pattern_adds_custom_communication_kernels(tmp_path):

@@ -11,7 +11,13 @@ from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.collective_summary import CollectiveSummary, collective_summaries
 from traceview.analysis.collectives import collective_calls
 from traceview.analysis.comm_summary import BackwardTail, backward_tails
-from traceview.analysis.windows import StepBreakdown, step_breakdowns, total_breakdown
+from traceview.analysis.windows import (
+    BeforeFirstStep,
+    StepBreakdown,
+    before_first_step,
+    step_breakdowns,
+    total_breakdown,
+)
 from traceview.errors import Note
 from traceview.model import build_timeline
 from traceview.parse import TraceMeta, read_trace
@@ -33,6 +39,7 @@ class RankReport:
     notes: tuple[Note, ...]
     total: Breakdown | None  # None when the trace holds no work at all
     steps: tuple[StepBreakdown, ...]
+    before_first_step: BeforeFirstStep | None  # kernels launched before the profiling window
     collectives: tuple[CollectiveSummary, ...]
     epoch_span_ns: tuple[int, int] | None  # wall-clock span, when the trace can tell
     calls: pl.DataFrame  # one row per collective call (analysis/collectives.py CALLS_SCHEMA)
@@ -70,6 +77,7 @@ def analyze_trace(
         notes=tuple(notes),
         total=total,
         steps=tuple(step_breakdowns(timeline)),
+        before_first_step=before_first_step(timeline),
         collectives=tuple(collective_summaries(calls)),
         epoch_span_ns=_epoch_span(total, trace.meta.base_time_ns),
         calls=calls,

@@ -10,6 +10,9 @@ from traceview.algebra import IntervalSet, union
 from traceview.analysis.breakdown import Breakdown, breakdown
 from traceview.model import Timeline
 
+# The kinds that span a GPU step's window: memcpy/memset run inside it but do not stretch it.
+WINDOW_KINDS = ("compute", "comm")
+
 
 @dataclass(frozen=True, kw_only=True)
 class StepBreakdown:
@@ -17,13 +20,39 @@ class StepBreakdown:
     breakdown: Breakdown
 
 
+@dataclass(frozen=True, kw_only=True)
+class BeforeFirstStep:
+    """Kernels whose launch is not in the trace: launched before the profiling window (the
+    previous, unprofiled step), still running when tracing began. They belong to no step."""
+
+    kernels: int
+    breakdown: Breakdown
+
+
 def _set(frame: pl.DataFrame) -> IntervalSet:
     return union(frame["ts_ns"].to_numpy(), frame["end_ns"].to_numpy())
 
 
+def _own_window(rows: pl.DataFrame) -> Breakdown | None:
+    """The breakdown of `rows` alone, in the window spanned by their compute and comm."""
+    spanning = rows.filter(pl.col("kind").is_in(WINDOW_KINDS))
+    if spanning.height == 0:
+        return None
+    return breakdown(
+        _set(rows.filter(pl.col("kind") == "compute")),
+        _set(rows.filter(pl.col("kind") == "comm")),
+        int(spanning["ts_ns"].min()),  # type: ignore[arg-type]
+        int(spanning["end_ns"].max()),  # type: ignore[arg-type]
+    )
+
+
+def _work(timeline: Timeline) -> pl.DataFrame:
+    return timeline.intervals.filter(pl.col("kind") != "other")
+
+
 def total_breakdown(timeline: Timeline) -> Breakdown | None:
     """The whole trace: from the first start to the last end of any compute, comm or memory work."""
-    work = timeline.intervals.filter(pl.col("kind") != "other")
+    work = _work(timeline)
     if work.height == 0:
         return None
     return breakdown(
@@ -35,9 +64,10 @@ def total_breakdown(timeline: Timeline) -> Breakdown | None:
 
 
 def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:
-    """GPU: each step's own kernels, in the window from their first start to their last end.
-    CPU-only: everything inside the step's ProfilerStep span."""
-    work = timeline.intervals.filter(pl.col("kind") != "other")
+    """GPU: each step's own kernels (those it launched), in the window from the first start to
+    the last end of its compute and comm kernels. CPU-only: everything inside the step's
+    ProfilerStep span."""
+    work = _work(timeline)
     if timeline.mode == "cpu":
         compute = _set(work.filter(pl.col("kind") == "compute"))
         comm = _set(work.filter(pl.col("kind") == "comm"))
@@ -49,15 +79,21 @@ def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:
     for (step,), rows in (
         work.filter(pl.col("step").is_not_null()).sort("step").group_by("step", maintain_order=True)
     ):
-        out.append(
-            StepBreakdown(
-                step=int(step),  # type: ignore[arg-type]
-                breakdown=breakdown(
-                    _set(rows.filter(pl.col("kind") == "compute")),
-                    _set(rows.filter(pl.col("kind") == "comm")),
-                    int(rows["ts_ns"].min()),  # type: ignore[arg-type]
-                    int(rows["end_ns"].max()),  # type: ignore[arg-type]
-                ),
-            )
-        )
+        own = _own_window(rows)
+        if own is not None:
+            out.append(StepBreakdown(step=int(step), breakdown=own))  # type: ignore[arg-type]
     return out
+
+
+def before_first_step(timeline: Timeline) -> BeforeFirstStep | None:
+    """GPU traces with steps and recorded launches: the kernels launched before the window."""
+    work = _work(timeline)
+    if (
+        timeline.mode != "gpu"
+        or timeline.step_spans.height == 0
+        or work["launch_ns"].null_count() in (0, work.height)  # none, or no launch recorded
+    ):
+        return None
+    rows = work.filter(pl.col("launch_ns").is_null())
+    own = _own_window(rows)
+    return None if own is None else BeforeFirstStep(kernels=rows.height, breakdown=own)

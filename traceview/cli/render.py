@@ -38,8 +38,9 @@ def rank_json(r: RankReport, steps: set[int] | None) -> dict[str, Any]:
         "truncated": r.truncated,
         "notes": [{"severity": n.severity, "message": n.message} for n in r.notes],
         "total": breakdown_json(r.total) if r.total else None,
-        "steps": [
-            {"step": s.step, **breakdown_json(s.breakdown)}
+        "steps": _before_json(r, steps)
+        + [
+            {"step": s.step, "before_first_step": False, **breakdown_json(s.breakdown)}
             for s in r.steps
             if steps is None or s.step in steps
         ],
@@ -54,6 +55,32 @@ def rank_json(r: RankReport, steps: set[int] | None) -> dict[str, Any]:
             for c in r.collectives
         ],
     }
+
+
+def _before_json(r: RankReport, steps: set[int] | None) -> list[dict[str, Any]]:
+    """The kernels launched before the profiling window, as a step entry of their own."""
+    before = r.before_first_step
+    if before is None or steps is not None:
+        return []
+    return [
+        {
+            "step": None,
+            "before_first_step": True,
+            "kernels": before.kernels,
+            **breakdown_json(before.breakdown),
+        }
+    ]
+
+
+def _rows(r: RankReport, steps: set[int] | None, before: str) -> list[tuple[str, Breakdown]]:
+    """(label, breakdown) per row of one rank: before the first step, each step, the total."""
+    rows: list[tuple[str, Breakdown]] = []
+    if r.before_first_step is not None and steps is None:
+        rows.append((before, r.before_first_step.breakdown))
+    rows += [(str(s.step), s.breakdown) for s in r.steps if steps is None or s.step in steps]
+    if r.total:
+        rows.append(("total", r.total))
+    return rows
 
 
 def to_json(
@@ -72,17 +99,13 @@ CSV_COLUMNS = ["trace", "rank", "world_size", "step", *(f"{m}_us" for m in METRI
 
 
 def to_csv(reports: Sequence[RankReport], steps: set[int] | None) -> str:
-    """One row per rank and step, then one row per rank with step "total"."""
+    """One row per rank and step (the first, "before_first_step", for kernels launched before
+    the profiling window), then one row per rank with step "total"."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for r in reports:
-        rows: list[tuple[int | str, Breakdown]] = [
-            (s.step, s.breakdown) for s in r.steps if steps is None or s.step in steps
-        ]
-        if r.total:
-            rows.append(("total", r.total))
-        for step, b in rows:
+        for step, b in _rows(r, steps, "before_first_step"):
             metrics = breakdown_json(b)
             writer.writerow(
                 [str(r.trace), _blank(r.rank), _blank(r.world_size), step]
@@ -121,9 +144,7 @@ def _rank_table(r: RankReport, steps: set[int] | None) -> str:
         f"{who} · {r.backend or 'backend unknown'} · {r.mode} · {r.trace} "
         f"({r.size_bytes / 1e6:,.1f} MB)"
     ]
-    rows = [(str(s.step), s.breakdown) for s in r.steps if steps is None or s.step in steps]
-    if r.total:
-        rows.append(("total", r.total))
+    rows = _rows(r, steps, "before first step")
     if rows:
         lines += aligned([list(_HEAD)] + [[name, *_cells(b)] for name, b in rows])
     for c in r.collectives:

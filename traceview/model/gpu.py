@@ -18,6 +18,11 @@ def has_gpu_activity(trace: Trace) -> bool:
     return trace.events.filter(pl.col("cat").is_in(DEVICE_CATS)).height > 0
 
 
+def launches_recorded(device: pl.DataFrame) -> bool:
+    """Whether any device work in the trace is linked to the runtime call that launched it."""
+    return device["launch_ns"].null_count() < device.height
+
+
 def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
     events = trace.events
     launches = (
@@ -49,11 +54,11 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         .then(pl.lit("comm"))
         .otherwise(pl.lit("compute"))
     )
-    # A kernel belongs to the step whose CPU span holds the call that launched it; work with
-    # no recorded launch falls back on its own start.
-    device = assign_steps(
-        device.with_columns(_when=pl.coalesce("launch_ns", "ts_ns")), "_when", spans
-    ).drop("_when")
+    # A kernel belongs to the step whose CPU span holds the call that launched it. A kernel
+    # whose launch is not in the trace was launched before the profiling window: no step.
+    # (A trace that records no launch at all can only place kernels by their start.)
+    when = "launch_ns" if launches_recorded(device) else "ts_ns"
+    device = assign_steps(device, when, spans)
     # What launched it: the backward pass? for which FSDP module?
     launch = ("launch_ns", "launch_pid", "launch_tid")
     device = innermost(device, *launch, autograd_spans(events), "_autograd")

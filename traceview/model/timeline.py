@@ -49,6 +49,20 @@ def _notes(trace: Trace, mode: Mode, spans: pl.DataFrame, intervals: pl.DataFram
     if spans.height == 0:
         yield Note(message="no ProfilerStep spans: only whole-trace totals are reported")
     work = intervals.filter(pl.col("kind") != "other")
+    if mode == "gpu" and work.height and work["launch_ns"].null_count() == work.height:
+        yield Note(
+            message="no kernel's launch is recorded (no runtime events with correlation ids): "
+            "kernels are placed in steps by their start time"
+        )
+    elif mode == "gpu" and spans.height:
+        before = work.filter(pl.col("launch_ns").is_null())
+        if before.height:
+            yield Note(
+                message=f"{before.height:,} kernels were launched before the profiling window "
+                "(their launch is not in the trace): reported as 'before the first step', "
+                "counted in the totals, in no step"
+            )
+        work = work.filter(pl.col("launch_ns").is_not_null())
     outside = work.filter(pl.col("step").is_null()).height
     if spans.height and outside:
         where = "were launched" if mode == "gpu" else "start"
