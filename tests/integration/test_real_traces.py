@@ -148,11 +148,27 @@ def test_sampled_two_ranks_of_a_128_rank_job():
         assert {c.collective for c in r.collectives} == {"all_to_all", "all_reduce", "all_gather"}
 
 
+def test_sampled_all_gathers_are_sized_by_output_in_groups_of_64():
+    # Old-style args: c10d::_allgather_base_ lists the gathered output, then this rank's input.
+    path = FIXTURES / "nccl_sampled_w128" / "rank0.json.gz"
+    ops = [e for e in raw_events(path) if e.get("name") == "c10d::_allgather_base_"]
+    ((output, inputs),) = {tuple(math.prod(d) for d in e["args"]["Input Dims"][:2]) for e in ops}
+    calls = analyze_trace(path).calls
+    gathers = calls.filter(pl.col("collective") == "all_gather")
+    assert gathers["bytes"].to_list() == [output, output]  # 1 byte per element (signed char)
+    assert gathers["group_size"].to_list() == [output // inputs] * 2 == [64, 64]
+    # Nothing records the other calls' groups: busbw is left unknown, not taken at 128.
+    others = calls.filter(pl.col("collective") != "all_gather")
+    assert others["group_size"].null_count() == others["busbw_gbps"].null_count() == others.height
+
+
 def test_gloo_cpu_only_trace():
     report = analyze_trace(FIXTURES / "gloo_cpu_w300_rank34.json.gz")
     assert (report.rank, report.world_size, report.backend, report.mode) == (34, 300, "gloo", "cpu")
     (c,) = report.collectives
     assert (c.collective, c.count) == ("all_reduce", 10)
+    # Every one of the job's process groups has 300 ranks: so does each call's.
+    assert report.calls["group_size"].unique().to_list() == [300]
 
 
 def test_trace_without_distributed_info_or_gpu_activity():

@@ -66,11 +66,9 @@ def covered_length(cover: IntervalSet, starts: np.ndarray, ends: np.ndarray) -> 
     return upto(ends) - upto(starts)
 
 
-def collective_calls(
-    timeline: Timeline, group_sizes: dict[str, int], world_size: int | None
-) -> pl.DataFrame:
-    """Every communication interval of the rank, in start order. `group_sizes` maps process
-    group names to their sizes; groups not named there count as the whole world."""
+def collective_calls(timeline: Timeline) -> pl.DataFrame:
+    """Every communication interval of the rank, in start order, with its bandwidths: busbw
+    only where the size of the group the call ran on is known (never the world by default)."""
     iv = timeline.intervals
     comm = iv.filter(pl.col("kind") == "comm").sort("ts_ns")
     if comm.height == 0:
@@ -79,13 +77,13 @@ def collective_calls(
     cover = union(compute["ts_ns"].to_numpy(), compute["end_ns"].to_numpy())
     starts, ends = comm["ts_ns"].to_numpy(), comm["end_ns"].to_numpy()
     exposed = (ends - starts) - covered_length(cover, starts, ends)
-    sizes = [group_sizes.get(pg, world_size) if pg is not None else world_size for pg in comm["pg"]]
-    factors = [bus_factor(c, n) for c, n in zip(comm["collective"], sizes, strict=True)]
+    factors = [
+        bus_factor(c, n) for c, n in zip(comm["collective"], comm["group_size"], strict=True)
+    ]
     dur = pl.col("end_ns") - pl.col("ts_ns")
     algbw = pl.when(dur > 0).then(pl.col("bytes") / dur)  # bytes per ns = GB/s
     return (
         comm.with_columns(
-            group_size=pl.Series(sizes, dtype=pl.Int64),
             _factor=pl.Series(factors, dtype=pl.Float64),
             exposed_ns=pl.Series(exposed, dtype=pl.Int64),
         )

@@ -20,7 +20,7 @@ from traceview.analysis.windows import (
 )
 from traceview.errors import Note
 from traceview.model import build_timeline
-from traceview.parse import TraceMeta, read_trace
+from traceview.parse import read_trace
 from traceview.parse.source import ProgressFn
 
 _EPOCH_2001_NS = 10**18  # trace clocks past this are already Unix time in ns
@@ -61,7 +61,7 @@ def analyze_trace(
     trace = read_trace(path, progress)
     timeline = build_timeline(trace, comm_pattern)
     total = total_breakdown(timeline)
-    calls = collective_calls(timeline, _group_sizes(trace.meta), trace.meta.world_size)
+    calls = collective_calls(timeline)
     notes = [*trace.notes, *timeline.notes]
     if total is None:
         notes.append(Note(message="no compute or communication work in the trace"))
@@ -84,16 +84,6 @@ def analyze_trace(
         backward_tails=tuple(backward_tails(timeline, calls)),
         intervals=timeline.intervals if keep_intervals else None,
     )
-
-
-def _group_sizes(meta: TraceMeta) -> dict[str, int]:
-    """Process group name -> size, from distributedInfo's pg_config."""
-    sizes = {}
-    for pg in meta.pg_config:
-        name, size = pg.get("pg_name"), pg.get("pg_size")
-        if isinstance(name, str) and isinstance(size, int):
-            sizes[name] = size
-    return sizes
 
 
 def _epoch_span(total: Breakdown | None, base_ns: int | None) -> tuple[int, int] | None:

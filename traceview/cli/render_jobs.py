@@ -199,6 +199,7 @@ _SHOW = [
     ("index", "#", "{}"),
     ("collective", "collective", "{}"),
     ("label", "label", "{}"),
+    ("group_size", "group", "{}"),
     ("queue_us", "queue µs", "{:,.1f}"),
     ("duration_us", "duration µs", "{:,.1f}"),
     ("wait_us", "wait µs", "{:,.1f}"),

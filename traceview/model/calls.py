@@ -8,20 +8,27 @@ import polars as pl
 from traceview.model import messages
 from traceview.model.names import COMM_CALL, collective_of
 
-CALLS_SCHEMA = {
+CPU_CALLS_SCHEMA = {
     "pid": pl.Int64,
     "tid": pl.Int64,
     "call_start_ns": pl.Int64,
     "call_end_ns": pl.Int64,
     "call_collective": pl.String,
-    "call_bytes": pl.Int64,
+    "call_in_bytes": pl.Int64,
+    "call_out_bytes": pl.Int64,
+    "call_group_size": pl.Int64,
     "call_pg": pl.String,
+    "call_pg_desc": pl.String,
     "call_seq": pl.Int64,
 }
+CALL_FIELDS = [c for c in CPU_CALLS_SCHEMA if c.startswith("call_")]
 
-# Which op names the collective best, and which records the size best (lower wins).
+# Which op names the collective best, and which carries the recorded arguments (lower wins).
 _NAME_RANK = {"c10d": 0, "record_param_comms": 1, "span": 2}
-_BYTES_RANK = {"record_param_comms": 0, "span": 1, "c10d": 2}
+_ARGS_RANK = {"record_param_comms": 0, "span": 1, "c10d": 2}
+# How well a size is known: element counts, then the c10d op's own tensors (output and input
+# in its argument order), then the input tensor that record_param_comms or a span records.
+_COUNTS, _C10D_SHAPES, _INPUT_SHAPE = 0, 1, 2
 
 
 def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame:
@@ -30,12 +37,6 @@ def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame
         pl.col("cat").is_in(["cpu_op", "user_annotation"])
         & pl.col("name").cast(pl.String).str.contains(COMM_CALL)
     ).join(comm_args, on="row", how="left")
-    if ops.height == 0:
-        return ops.with_columns(
-            source=pl.lit(None, pl.String),
-            op_collective=pl.lit(None, pl.String),
-            op_bytes=pl.lit(None, pl.Int64),
-        )
     name = pl.col("name").cast(pl.String)
     source = (
         pl.when(name == "record_param_comms")
@@ -44,31 +45,36 @@ def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame
         .then(pl.lit("c10d"))
         .otherwise(pl.lit("span"))
     )
-    rows = ops.with_columns(source=source).to_dicts()
-    collectives, sizes = [], []
-    for r in rows:
-        label = r["collective_name"] if r["source"] == "record_param_comms" else str(r["name"])
-        collectives.append(collective_of(label))
-        sizes.append(
-            messages.from_counts(r["in_nelems"], r["out_nelems"], r["dtype"])
-            or messages.from_shapes(r["input_dims"], r["input_type"])
-        )
+    ops = ops.with_columns(source=source)
+    columns: dict[str, list[object]] = {
+        k: [] for k in ("op_collective", "op_in", "op_in_q", "op_out", "op_out_q")
+    }
+    for r in ops.iter_rows(named=True):
+        op = str(r["name"])
+        label = r["collective_name"] if r["source"] == "record_param_comms" else op
+        counts = messages.from_counts(r["in_nelems"], r["out_nelems"], r["dtype"])
+        shapes = messages.from_shapes(op, r["input_dims"], r["input_type"])
+        shape_q = _C10D_SHAPES if r["source"] == "c10d" else _INPUT_SHAPE
+        columns["op_collective"].append(collective_of(label))
+        for i, side in enumerate(("in", "out")):
+            known = counts[i] is not None
+            columns[f"op_{side}"].append(counts[i] if known else shapes[i])
+            columns[f"op_{side}_q"].append(_COUNTS if known else shape_q)
+    types = {"op_collective": pl.String, "op_in_q": pl.Int8, "op_out_q": pl.Int8}
     return ops.with_columns(
-        source=source,
-        op_collective=pl.Series(collectives, dtype=pl.String),
-        op_bytes=pl.Series(sizes, dtype=pl.Int64),
+        pl.Series(k, v, dtype=types.get(k, pl.Int64)) for k, v in columns.items()
     )
 
 
 def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
     """One row per outermost call on a thread, carrying the best arguments of the ops inside."""
     if ops.height == 0:
-        return pl.DataFrame(schema=CALLS_SCHEMA)
+        return pl.DataFrame(schema=CPU_CALLS_SCHEMA)
     ops = ops.sort("pid", "tid", "ts_ns", -pl.col("end_ns"))
     reach = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
     ops = ops.with_columns(call=(reach.is_null() | (pl.col("ts_ns") >= reach)).cum_sum())
     name_rank = pl.col("source").replace_strict(_NAME_RANK, return_dtype=pl.Int8)
-    bytes_rank = pl.col("source").replace_strict(_BYTES_RANK, return_dtype=pl.Int8)
+    args_rank = pl.col("source").replace_strict(_ARGS_RANK, return_dtype=pl.Int8)
 
     def best(col: str, rank: pl.Expr) -> pl.Expr:
         return pl.col(col).sort_by(rank).drop_nulls().first()
@@ -81,12 +87,15 @@ def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
             call_start_ns=pl.col("ts_ns").min(),
             call_end_ns=pl.col("end_ns").max(),
             call_collective=best("op_collective", name_rank),
-            call_bytes=best("op_bytes", bytes_rank),
-            call_pg=best("pg_name", bytes_rank),
-            call_seq=best("seq", bytes_rank),
+            call_in_bytes=best("op_in", pl.col("op_in_q")),
+            call_out_bytes=best("op_out", pl.col("op_out_q")),
+            call_group_size=best("group_size", args_rank),
+            call_pg=best("pg_name", args_rank),
+            call_pg_desc=best("pg_desc", args_rank),
+            call_seq=best("seq", args_rank),
         )
         .drop("call")
-        .cast(CALLS_SCHEMA)  # type: ignore[arg-type]
+        .cast(CPU_CALLS_SCHEMA)  # type: ignore[arg-type]
     )
 
 
@@ -94,9 +103,7 @@ def attach_calls(launches: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     """For rows with launch_ns/launch_pid/launch_tid: the call that encloses the launch."""
     if calls.height == 0:
         return launches.with_columns(
-            pl.lit(None, dtype).alias(col)
-            for col, dtype in CALLS_SCHEMA.items()
-            if col not in ("pid", "tid")
+            pl.lit(None, CPU_CALLS_SCHEMA[col]).alias(col) for col in CALL_FIELDS
         )
     keyed = launches.with_columns(
         _key=pl.col("launch_ns").fill_null(-1),
@@ -114,7 +121,5 @@ def attach_calls(launches: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     )
     inside = pl.col("launch_ns") <= pl.col("call_end_ns")
     return joined.with_columns(
-        pl.when(inside).then(pl.col(c)).otherwise(None).alias(c)
-        for c in CALLS_SCHEMA
-        if c not in ("pid", "tid")
+        pl.when(inside).then(pl.col(c)).otherwise(None).alias(c) for c in CALL_FIELDS
     ).drop("_key", "_pid", "_tid")

@@ -9,6 +9,7 @@ import polars as pl
 from traceview.algebra import IntervalSet, difference, union
 from traceview.model import messages
 from traceview.model.calls import comm_call_ops, merge_nested
+from traceview.model.messages import trace_groups
 from traceview.model.names import COMM_CALL, GLOO_SPAN, GLOO_THREAD, WAIT_OP, collective_of
 from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
@@ -17,6 +18,7 @@ from traceview.parse import Trace
 _NO_COLLECTIVE = {
     "collective": pl.lit(None, pl.String),
     "bytes": pl.lit(None, pl.Int64),
+    "group_size": pl.lit(None, pl.Int64),
     "pg": pl.lit(None, pl.String),
     "seq": pl.lit(None, pl.Int64),
 }
@@ -42,12 +44,13 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     compute = innermost(compute, "ts_ns", "pid", "tid", autograd, "_autograd").with_columns(
         backward=pl.col("_autograd").is_not_null(), module=pl.lit(None, pl.String)
     )
+    groups, world = trace_groups(trace), trace.meta.world_size
     frames = [
-        _with_launching_calls(_comm_rows(comm, trace), calls),
+        messages.with_sizes(_with_launching_calls(_comm_rows(comm, trace), calls), groups, world),
         compute.with_columns(
             kind=pl.lit("compute"), launch_ns=pl.lit(None, pl.Int64), **_NO_COLLECTIVE
         ),
-        calls.with_columns(launch_ns=pl.lit(None, pl.Int64)),
+        messages.with_sizes(calls, groups, world).with_columns(launch_ns=pl.lit(None, pl.Int64)),
     ]
     keep = [
         "pid",
@@ -59,6 +62,7 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         "launch_ns",
         "collective",
         "bytes",
+        "group_size",
         "pg",
         "seq",
         "module",
@@ -79,8 +83,9 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
 def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     """Gloo runs each collective as a span on a runloop thread, in the order the training
     thread called them (one work queue). Pair the k-th span with the k-th c10d call: the call
-    names the logical collective (a reduce-scatter runs as gloo:all_reduce) and its start is
-    when the collective was ready. Pairs are kept only if every size fits its call."""
+    names the logical collective (a reduce-scatter runs as gloo:all_reduce), its tensors give
+    the message (a span records only its input), and its start is when the collective was
+    ready. Pairs are kept only if every span's input fits its call's tensors."""
     calls = calls.filter(pl.col("collective").is_not_null()).sort("ts_ns")
     comm = comm.sort("ts_ns")
     unpaired = comm.with_columns(
@@ -91,21 +96,21 @@ def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFra
     if calls.height != comm.height or comm.height == 0:
         return unpaired
     fits = all(
-        call_bytes is None
-        or span_bytes is None
-        or (span_bytes <= call_bytes and call_bytes % span_bytes == 0)
-        for span_bytes, call_bytes in zip(comm["bytes"], calls["bytes"], strict=True)
+        span is None
+        or (call_in is None and call_out is None)
+        or any(b is not None and b >= span and b % span == 0 for b in (call_in, call_out))
+        for span, call_in, call_out in zip(
+            comm["in_bytes"], calls["in_bytes"], calls["out_bytes"], strict=True
+        )
     )
     if not fits:
         return unpaired
+    paired = {c: pl.coalesce(calls[c], pl.col(c)) for c in messages.MESSAGE_COLUMNS}
     return comm.with_columns(
         launch_ns=calls["ts_ns"],
         module=calls["module"],
         backward=calls["backward"],
-        collective=pl.coalesce(calls["collective"], pl.col("collective")),
-        # The call's size (its largest tensor) is the message, as for NCCL: a Gloo all-gather
-        # span records only this rank's input shard.
-        bytes=pl.coalesce(calls["bytes"], pl.col("bytes")),
+        **paired,
     )
 
 
@@ -123,19 +128,20 @@ def _comm_rows(comm: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     rows = comm.join(trace.comm_args, on="row", how="left")
     sizes = [
         messages.from_counts(r["in_nelems"], r["out_nelems"], r["dtype"])
-        or messages.from_shapes(r["input_dims"], r["input_type"])
-        for r in rows.select(
-            "in_nelems", "out_nelems", "dtype", "input_dims", "input_type"
-        ).iter_rows(named=True)
+        if r["dtype"] and (r["in_nelems"] is not None or r["out_nelems"] is not None)
+        else messages.from_shapes(str(r["name"]), r["input_dims"], r["input_type"])
+        for r in rows.iter_rows(named=True)
     ]
     return rows.with_columns(
         kind=pl.lit("comm"),
         collective=pl.col("name")
         .cast(pl.String)
         .map_elements(collective_of, return_dtype=pl.String),
-        bytes=pl.Series(sizes, dtype=pl.Int64),
+        in_bytes=pl.Series([i for i, _ in sizes], dtype=pl.Int64),
+        out_bytes=pl.Series([o for _, o in sizes], dtype=pl.Int64),
+        arg_group_size=pl.col("group_size"),
         pg=pl.col("pg_name"),
-    )
+    ).drop("group_size")
 
 
 def _call_rows(training: pl.DataFrame, trace: Trace) -> pl.DataFrame:
@@ -149,8 +155,11 @@ def _call_rows(training: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         ts_ns=pl.col("call_start_ns"),
         end_ns=pl.col("call_end_ns"),
         collective=pl.col("call_collective"),
-        bytes=pl.col("call_bytes"),
+        in_bytes=pl.col("call_in_bytes"),
+        out_bytes=pl.col("call_out_bytes"),
+        arg_group_size=pl.col("call_group_size"),
         pg=pl.col("call_pg"),
+        pg_desc=pl.col("call_pg_desc"),
         seq=pl.col("call_seq"),
     )
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from traceview.model import messages
 from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
-from traceview.model.messages import from_counts
+from traceview.model.messages import trace_groups
 from traceview.model.names import COMM_KERNEL, collective_of
 from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
@@ -71,28 +72,32 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
 
 
 def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
-    """Collective, bytes, group and sequence of each comm kernel: from its own arguments
+    """Collective, sizes, group and sequence of each comm kernel: from its own arguments
     (newer traces), else from the CPU call that launched it, else from the kernel's name."""
     calls = merge_nested(comm_call_ops(trace.events, trace.comm_args))
     comm = attach_calls(device.filter(pl.col("kind") == "comm"), calls).join(
         trace.comm_args, on="row", how="left"
     )
-    own_collective = pl.col("collective_name").map_elements(collective_of, return_dtype=pl.String)
-    kernel_collective = (
-        pl.col("name").cast(pl.String).map_elements(collective_of, return_dtype=pl.String)
-    )
-    own_bytes = pl.struct("in_nelems", "out_nelems", "dtype").map_elements(
-        lambda r: from_counts(r["in_nelems"], r["out_nelems"], r["dtype"]), return_dtype=pl.Int64
-    )
+    own = [
+        messages.from_counts(i, o, d)
+        for i, o, d in comm.select("in_nelems", "out_nelems", "dtype").iter_rows()
+    ]
+    folded = pl.col("collective_name").map_elements(collective_of, return_dtype=pl.String)
+    by_kernel = pl.col("name").cast(pl.String).map_elements(collective_of, return_dtype=pl.String)
     comm = comm.with_columns(
-        collective=pl.coalesce("call_collective", own_collective, kernel_collective),
-        bytes=pl.coalesce(own_bytes, "call_bytes"),
+        collective=pl.coalesce("call_collective", folded, by_kernel),
+        in_bytes=pl.coalesce(pl.Series([i for i, _ in own], dtype=pl.Int64), "call_in_bytes"),
+        out_bytes=pl.coalesce(pl.Series([o for _, o in own], dtype=pl.Int64), "call_out_bytes"),
+        arg_group_size=pl.coalesce("group_size", "call_group_size"),
         pg=pl.coalesce("pg_name", "call_pg"),
+        pg_desc=pl.coalesce("pg_desc", "call_pg_desc"),
         seq=pl.coalesce("seq", "call_seq"),
     )
+    comm = messages.with_sizes(comm.drop("group_size"), trace_groups(trace), trace.meta.world_size)
     rest = device.filter(pl.col("kind") != "comm").with_columns(
         collective=pl.lit(None, pl.String),
         bytes=pl.lit(None, pl.Int64),
+        group_size=pl.lit(None, pl.Int64),
         pg=pl.lit(None, pl.String),
         seq=pl.lit(None, pl.Int64),
     )
@@ -109,6 +114,7 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         "step",
         "collective",
         "bytes",
+        "group_size",
         "pg",
         "seq",
     ]

@@ -1,8 +1,20 @@
-"""Message sizes of collectives, in bytes, from what the trace records."""
+"""Message and group sizes of collectives, from what the trace records.
+
+One convention for every trace vintage: the size nccl-tests reports (which its bus-bandwidth
+factors assume) — all_reduce, broadcast, reduce: the buffer; all_gather: the gathered output;
+reduce_scatter: the full input; all_to_all: the whole send buffer. A call's input and output
+bytes are read from the best source there is (`In/Out msg nelems` × dtype; else the c10d op's
+tensor arguments, output and input in the op's own order; else the input tensor recorded by
+`record_param_comms` or the `nccl:*` span), then folded into that size by `message_bytes`.
+"""
 
 from __future__ import annotations
 
 import json
+
+import polars as pl
+
+from traceview.parse import Trace
 
 # Element sizes by the spellings PyTorch uses: ScalarType names ("Float", "BFloat16") in
 # record_param_comms, C++ type names ("float", "c10::BFloat16") in Input type.
@@ -40,43 +52,80 @@ _DTYPE_BYTES = {
     "c10::float8_e5m2": 1,
 }
 
+# c10d ops whose first tensor argument is the output and the second the input (the others take
+# the tensor they work on in place, or their input, first).
+_OUTPUT_THEN_INPUT = frozenset(
+    f"c10d::{op}"
+    for op in (
+        "_allgather_base_",
+        "allgather_",
+        "allgather_coalesced_",
+        "allgather_into_tensor_coalesced_",
+        "_reduce_scatter_base_",
+        "reduce_scatter_",
+        "reduce_scatter_tensor_coalesced_",
+        "alltoall_base_",
+        "alltoall_",
+        "gather_",
+        "scatter_",
+    )
+)
+_OUTPUT_ONLY = frozenset({"c10d::recv_", "c10d::recv_any_source_"})
+# Where a group of n ranks makes the output n times the input, or the input n times the output.
+_GATHERS = ("all_gather",)
+_SCATTERS = ("reduce_scatter",)
+
 
 def dtype_bytes(dtype: str | None) -> int | None:
     return _DTYPE_BYTES.get(dtype.strip().lower()) if dtype else None
 
 
-def from_counts(in_nelems: int | None, out_nelems: int | None, dtype: str | None) -> int | None:
-    """record_param_comms: the larger of the input and output message (nccl-tests' "size")."""
+def from_counts(
+    in_nelems: int | None, out_nelems: int | None, dtype: str | None
+) -> tuple[int | None, int | None]:
+    """(input, output) bytes from `In msg nelems` / `Out msg nelems` and `dtype`."""
     size = dtype_bytes(dtype)
-    counts = [n for n in (in_nelems, out_nelems) if n is not None and n >= 0]
-    if size is None or not counts:
-        return None
-    return max(counts) * size
+    if size is None:
+        return None, None
+
+    def scaled(n: int | None) -> int | None:
+        return n * size if n is not None and n >= 0 else None
+
+    return scaled(in_nelems), scaled(out_nelems)
 
 
-def from_shapes(input_dims: str | None, input_type: str | None) -> int | None:
-    """Input Dims / Input type of a collective op: the largest tensor (or tensor list) argument."""
+def from_shapes(
+    op: str, input_dims: str | None, input_type: str | None
+) -> tuple[int | None, int | None]:
+    """(input, output) bytes from an op's `Input Dims` / `Input type`: c10d ops by their own
+    argument order; record_param_comms and nccl:* spans record only the input tensor(s)."""
     if not input_dims or not input_type:
-        return None
+        return None, None
     try:
         dims, types = json.loads(input_dims), json.loads(input_type)
     except ValueError:
-        return None
+        return None, None
     if not isinstance(dims, list) or not isinstance(types, list):
+        return None, None
+    sizes = [_tensor_bytes(d, t) for d, t in zip(dims, types, strict=False)]
+    first = sizes[0] if sizes else None
+    if op in _OUTPUT_THEN_INPUT:
+        return (sizes[1] if len(sizes) > 1 else None), first
+    if op in _OUTPUT_ONLY:
+        return None, first
+    return first, None
+
+
+def _tensor_bytes(shape: object, dtype: object) -> int | None:
+    """A tensor's bytes, or a list of tensors' of one dtype; None for anything else."""
+    size = dtype_bytes(dtype) if isinstance(dtype, str) else None
+    if size is None or not isinstance(shape, list) or not shape:
         return None
-    best = None
-    for shape, dtype in zip(dims, types, strict=False):
-        size = dtype_bytes(dtype) if isinstance(dtype, str) else None
-        if size is None or not isinstance(shape, list) or not shape:
-            continue
-        if all(isinstance(d, int) for d in shape):
-            numel = _product(shape)
-        elif all(isinstance(s, list) for s in shape):  # a list of tensors of one dtype
-            numel = sum(_product(s) for s in shape)
-        else:
-            continue
-        best = numel * size if best is None else max(best, numel * size)
-    return best
+    if all(isinstance(d, int) for d in shape):
+        return _product(shape) * size  # type: ignore[arg-type]
+    if all(isinstance(s, list) and all(isinstance(d, int) for d in s) for s in shape):
+        return sum(_product(s) for s in shape) * size  # type: ignore[arg-type]
+    return None
 
 
 def _product(shape: list[int]) -> int:
@@ -84,3 +133,121 @@ def _product(shape: list[int]) -> int:
     for d in shape:
         out *= d
     return out
+
+
+def ratio_group_size(
+    collective: str | None, in_bytes: int | None, out_bytes: int | None
+) -> int | None:
+    """An all-gather's output is n inputs, a reduce-scatter's input n outputs: n, the group."""
+    if not in_bytes or not out_bytes:
+        return None
+    if collective in _GATHERS:
+        big, small = out_bytes, in_bytes
+    elif collective in _SCATTERS:
+        big, small = in_bytes, out_bytes
+    else:
+        return None
+    return big // small if big % small == 0 and big >= small else None
+
+
+def message_bytes(
+    collective: str | None, in_bytes: int | None, out_bytes: int | None, group_size: int | None
+) -> int | None:
+    """The nccl-tests size of one call (see the module docstring)."""
+    if collective in _GATHERS:
+        if out_bytes is not None:
+            return out_bytes
+        return in_bytes * group_size if in_bytes is not None and group_size else None
+    if collective in _SCATTERS:
+        if in_bytes is not None:
+            return in_bytes
+        return out_bytes * group_size if out_bytes is not None and group_size else None
+    if collective == "all_to_all":
+        return in_bytes
+    known = [b for b in (in_bytes, out_bytes) if b is not None]
+    return max(known) if known else None
+
+
+class GroupSizes:
+    """What a trace's `distributedInfo` says of its process groups' sizes."""
+
+    def __init__(self, pg_config: tuple[dict[str, object], ...], pg_count: int | None) -> None:
+        self.by_name: dict[str, int] = {}
+        self.default_names: set[str] = set()
+        for pg in pg_config:
+            name, size = pg.get("pg_name"), pg.get("pg_size")
+            if isinstance(name, str) and isinstance(size, int) and size >= 1:
+                self.by_name[name] = size
+                if pg.get("pg_desc") == "default_pg":
+                    self.default_names.add(name)
+        sizes = set(self.by_name.values())
+        complete = pg_count is None or len(self.by_name) >= pg_count
+        # Every group of the job the same size: whichever group a call ran on, it had that size.
+        self.uniform = sizes.pop() if len(sizes) == 1 and complete else None
+
+
+def trace_groups(trace: Trace) -> GroupSizes:
+    return GroupSizes(trace.meta.pg_config, trace.meta.pg_count)
+
+
+def group_size(
+    *,
+    recorded: int | None,
+    pg: str | None,
+    pg_desc: str | None,
+    collective: str | None,
+    in_bytes: int | None,
+    out_bytes: int | None,
+    groups: GroupSizes,
+    world_size: int | None,
+) -> int | None:
+    """The size of the group a call ran on: its `Group size` arg (or `Process Group Ranks`);
+    else its group's size in pg_config (or the one size all groups there share); else, for an
+    all-gather or reduce-scatter, the ratio of its output to input; else the world size where
+    the call is known to run on the default group. Else unknown: never the world by default."""
+    if recorded is not None and recorded >= 1:
+        return recorded
+    if pg is not None and pg in groups.by_name:
+        return groups.by_name[pg]
+    if groups.uniform is not None:
+        return groups.uniform
+    if (ratio := ratio_group_size(collective, in_bytes, out_bytes)) is not None:
+        return ratio
+    if pg_desc == "default_pg" or (pg is not None and pg in groups.default_names):
+        return world_size
+    return None
+
+
+# The columns every source of communication rows fills in before `with_sizes` resolves them.
+MESSAGE_COLUMNS: dict[str, pl.DataType] = {
+    "collective": pl.String(),
+    "in_bytes": pl.Int64(),
+    "out_bytes": pl.Int64(),
+    "arg_group_size": pl.Int64(),  # as recorded with the call, if it was
+    "pg": pl.String(),
+    "pg_desc": pl.String(),
+    "seq": pl.Int64(),
+}
+
+
+def with_sizes(frame: pl.DataFrame, groups: GroupSizes, world_size: int | None) -> pl.DataFrame:
+    """Add `group_size` and `bytes` (the nccl-tests size) to rows with MESSAGE_COLUMNS, and
+    drop the raw ones. Per row in Python: communication rows are few."""
+    sizes, message = [], []
+    for r in frame.select(list(MESSAGE_COLUMNS)).iter_rows(named=True):
+        n = group_size(
+            recorded=r["arg_group_size"],
+            pg=r["pg"],
+            pg_desc=r["pg_desc"],
+            collective=r["collective"],
+            in_bytes=r["in_bytes"],
+            out_bytes=r["out_bytes"],
+            groups=groups,
+            world_size=world_size,
+        )
+        sizes.append(n)
+        message.append(message_bytes(r["collective"], r["in_bytes"], r["out_bytes"], n))
+    return frame.with_columns(
+        group_size=pl.Series(sizes, dtype=pl.Int64),
+        bytes=pl.Series(message, dtype=pl.Int64),
+    ).drop("in_bytes", "out_bytes", "arg_group_size", "pg_desc")

@@ -19,7 +19,8 @@ INTERVALS_SCHEMA: dict[str, pl.DataType] = {
     "launch_ns": pl.Int64(),  # CPU time of the launching runtime call (GPU work), else null
     "step": pl.Int64(),  # ProfilerStep#N; null outside every step
     "collective": pl.String(),  # logical collective of comm intervals (all_reduce, ...)
-    "bytes": pl.Int64(),  # message size of comm intervals, where the trace records it
+    "bytes": pl.Int64(),  # message size of comm intervals (nccl-tests convention), where known
+    "group_size": pl.Int64(),  # ranks in the group the collective ran on, where known
     "pg": pl.String(),  # process group name, where recorded
     "seq": pl.Int64(),  # collective sequence number in its group, where recorded
     "module": pl.String(),  # comm: the FSDP module it gathers or reduces ("blocks.3", "root")

@@ -14,6 +14,7 @@ class TraceMeta:
     world_size: int | None
     backend: str | None
     pg_config: tuple[dict[str, Any], ...] = ()
+    pg_count: int | None = None  # how many process groups the job made (pg_config may list fewer)
     nccl_version: str | None = None
     base_time_ns: int | None = None  # add to a trace timestamp (ns) for Unix epoch time
     schema_version: int | None = None
@@ -64,6 +65,7 @@ def read_meta(raw: dict[str, Any], notes: list[Note]) -> TraceMeta:
         pg_config=tuple(pg for pg in pg_config if isinstance(pg, dict))
         if isinstance(pg_config, list)
         else (),
+        pg_count=_whole(dist.get("pg_count")),
         nccl_version=str(dist["nccl_version"]) if "nccl_version" in dist else None,
         base_time_ns=_whole(raw.get("baseTimeNanoseconds")),
         schema_version=_whole(raw.get("schemaVersion")),

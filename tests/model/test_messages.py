@@ -1,0 +1,152 @@
+"""Message sizes (the nccl-tests convention) and group sizes of collective calls, from every
+trace vintage's way of recording them. Answers computed by hand; floats are 4 bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests import tracebuild as tb
+from traceview.analysis import analyze_trace
+
+US = 1000
+
+
+def collective(
+    c10d: str | None,
+    kernel: str,
+    *,
+    c10d_args: dict[str, Any] | None = None,
+    span: tuple[str, dict[str, Any]] | None = None,
+    kernel_args: dict[str, Any] | None = None,
+) -> list[tb.Event]:
+    """One call in step 1: the c10d op [10, 30) around an optional nccl:* span and the launch
+    at 15 µs; the kernel runs [40, 80) on stream 20 (40 µs)."""
+    events = [tb.step(1, 0, 100), tb.launch(1, 15), tb.kernel(kernel, 40, 40, 1, stream=20)]
+    if c10d:
+        events.append(tb.cpu_op(c10d, 10, 20, **(c10d_args or {})))
+    if span:
+        events.append(tb.span(span[0], 12, 10, tid=1, **span[1]))
+    if kernel_args:
+        events[2]["args"].update(kernel_args)
+    return events
+
+
+def call(tmp_path, events, **doc) -> dict[str, Any]:
+    report = analyze_trace(tb.write(tmp_path / "t.json", tb.document(events, **doc)))
+    (row,) = report.calls.iter_rows(named=True)
+    return row
+
+
+def shapes(*tensors: tuple[list[int], str]) -> dict[str, Any]:
+    return {"Input Dims": [list(d) for d, _ in tensors], "Input type": [t for _, t in tensors]}
+
+
+AG_KERNEL = "ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*)"
+RS_KERNEL = "ncclKernel_ReduceScatter_RING_LL_Sum_float(ncclDevComm*)"
+AR_KERNEL = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*)"
+SENDRECV = "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*)"
+
+
+def test_old_all_gather_is_the_gathered_output_and_its_group_the_ratio(tmp_path):
+    # Before In/Out msg nelems: c10d::_allgather_base_(output [1024], input [128]) and the
+    # nccl:_all_gather_base span recording only this rank's input. World 16, no pg_config.
+    row = call(
+        tmp_path,
+        collective(
+            "c10d::_allgather_base_",
+            AG_KERNEL,
+            c10d_args=shapes(([1024], "float"), ([128], "float")),
+            span=("nccl:_all_gather_base", shapes(([128], "float"))),
+        ),
+        world=16,
+    )
+    assert (row["collective"], row["bytes"], row["group_size"]) == ("all_gather", 4096, 8)
+    assert row["algbw_gbps"] == pytest.approx(4096 / (40 * US))
+    assert row["busbw_gbps"] == pytest.approx(4096 / (40 * US) * 7 / 8)
+
+
+def test_old_reduce_scatter_is_the_full_input(tmp_path):
+    row = call(
+        tmp_path,
+        collective(
+            "c10d::_reduce_scatter_base_",
+            RS_KERNEL,
+            c10d_args=shapes(([128], "float"), ([1024], "float")),  # output, then input
+            span=("nccl:_reduce_scatter_base", shapes(([1024], "float"))),
+        ),
+        world=16,
+    )
+    assert (row["collective"], row["bytes"], row["group_size"]) == ("reduce_scatter", 4096, 8)
+
+
+def test_old_all_to_all_is_the_whole_send_buffer(tmp_path):
+    # alltoall_base_(output, input, ...): uneven splits, 120 elements received, 100 sent.
+    row = call(
+        tmp_path,
+        collective(
+            "c10d::alltoall_base_",
+            SENDRECV,
+            c10d_args=shapes(([120], "float"), ([100], "float")),
+        ),
+    )
+    assert (row["collective"], row["bytes"]) == ("all_to_all", 400)
+
+
+def test_counts_follow_the_same_convention(tmp_path):
+    def counts(name: str, n_in: int, n_out: int) -> dict[str, Any]:
+        return {"Collective name": name, "In msg nelems": n_in, "Out msg nelems": n_out}
+
+    cases = [
+        ("reduce_scatter", RS_KERNEL, counts("_reduce_scatter_base", 1024, 128), 4096),
+        ("all_gather", AG_KERNEL, counts("_allgather_base", 128, 1024), 4096),
+        ("all_to_all", SENDRECV, counts("all_to_all", 100, 120), 400),
+        ("all_reduce", AR_KERNEL, counts("allreduce", 256, 256), 1024),
+    ]
+    for i, (kind, kernel, args, expected) in enumerate(cases):
+        path = tmp_path / str(i)
+        path.mkdir()
+        row = call(path, collective(None, kernel, kernel_args={**args, "dtype": "Float"}))
+        assert (row["collective"], row["bytes"]) == (kind, expected)
+
+
+def test_group_size_from_the_call_then_pg_config_never_the_world(tmp_path):
+    pg_config = [
+        {"pg_name": "0", "pg_desc": "default_pg", "pg_size": 16},
+        {"pg_name": "3", "pg_desc": "undefined", "pg_size": 8},
+    ]
+    meta = {"distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 16}}
+    meta["distributedInfo"]["pg_config"] = pg_config
+    args = {"Collective name": "allreduce", "In msg nelems": 256, "dtype": "Float"}
+
+    def size_of(sub: str, **kernel_args: Any) -> int | None:
+        path = tmp_path / sub
+        path.mkdir()
+        events = collective(None, AR_KERNEL, kernel_args={**args, **kernel_args})
+        doc = {**tb.document(events, rank=None), **meta}
+        report = analyze_trace(tb.write(path / "t.json", doc))
+        (row,) = report.calls.iter_rows(named=True)
+        assert (row["busbw_gbps"] is None) == (row["group_size"] is None)
+        return row["group_size"]
+
+    assert size_of("arg", **{"Group size": 4, "Process Group Name": "3"}) == 4
+    assert size_of("ranks", **{"Process Group Ranks": "[0, 2, 4]"}) == 3
+    assert size_of("pg", **{"Process Group Name": "3"}) == 8  # groups of 8 in a world of 16
+    assert size_of("default", **{"Process Group Description": "default_pg"}) == 16
+    assert size_of("unknown") is None  # two sizes of group, and nothing names this call's
+
+
+def test_one_size_for_every_group_is_every_calls_size(tmp_path):
+    pg_config = [{"pg_name": str(i), "pg_desc": "undefined", "pg_size": 300} for i in range(3)]
+    meta = {"backend": "gloo", "rank": 0, "world_size": 300, "pg_count": 3}
+    events = collective(
+        None, AR_KERNEL, kernel_args={"Collective name": "allreduce", "In msg nelems": 1}
+    )
+    doc = {**tb.document(events, rank=None), "distributedInfo": {**meta, "pg_config": pg_config}}
+    report = analyze_trace(tb.write(tmp_path / "t.json", doc))
+    assert report.calls["group_size"].to_list() == [300]
+    # Groups the trace does not list may be of other sizes: then nothing is assumed.
+    doc["distributedInfo"]["pg_count"] = 4
+    report = analyze_trace(tb.write(tmp_path / "t.json", doc))
+    assert report.calls["group_size"].to_list() == [None]
