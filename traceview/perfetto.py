@@ -116,9 +116,14 @@ def write_annotated(job: JobReport, sink: BinaryIO, compress: bool) -> int:
         for event in annotated_events(job):
             out.write((b",\n" if count else b"") + encode(event))
             count += 1
+        cross = job.cross_rank
         meta = {
             "source": str(job.folder or job.ranks[0].trace),
-            "clock": "aligned on rank 0" if job.cross_rank else "as recorded",
+            "clock": f"aligned on rank {cross.reference_rank}"
+            if cross is not None and cross.aligned
+            else "as recorded",
         }
+        if cross is not None and not cross.aligned:
+            meta["not_aligned"] = cross.reason or ""
         out.write(b'\n], "traceview": ' + encode(meta) + b"}\n")
     return count

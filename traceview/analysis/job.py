@@ -20,7 +20,7 @@ class JobReport:
     ranks: tuple[RankReport, ...]
     run: RunRecord | None
     calls: pl.DataFrame  # every rank's collective calls, + bucket, + wait/transfer when aligned
-    cross_rank: CrossRank | None
+    cross_rank: CrossRank | None  # None below two ranks; see its `aligned`
     step_skew: tuple[StepSkew, ...]
     fits: tuple[AlphaBetaFit, ...]
     fit_on: str  # "transfer" (after cross-rank alignment) or "duration"
@@ -49,17 +49,17 @@ def analyze_job(folder: Path | None, reports: list[RankReport]) -> JobReport:
     hosts = {r.host for r in ranked}
     shared_clock = len(hosts) == 1 and None not in hosts
     cross = align(calls, shared_clock) if len(ranked) >= 2 and calls.height else None
-    if cross is not None:
+    aligned = cross is not None and cross.aligned
+    if cross is not None and aligned:
         calls = calls.join(
             cross.calls.select("rank", "index", "match", "wait_ns", "transfer_ns"),
             on=["rank", "index"],
             how="left",
         )
-    fit_on = "transfer" if cross is not None else "duration"
+    fit_on = "transfer" if aligned else "duration"
     kinds = calls["collective"].drop_nulls().unique().sort().to_list() if calls.height else []
     fits = tuple(
-        fit_alpha_beta(calls, kind, "transfer_ns" if cross is not None else "dur_ns")
-        for kind in kinds
+        fit_alpha_beta(calls, kind, "transfer_ns" if aligned else "dur_ns") for kind in kinds
     )
     return JobReport(
         folder=folder,

@@ -231,9 +231,12 @@ def ranks_json(jobs: Sequence[JobReport]) -> str:
             {
                 **_job_head(job),
                 "ranks": len(job.ranks),
-                "aligned": cross is not None,
+                "aligned": cross is not None and cross.aligned,
+                "reason": cross.reason if cross else None,
+                "matched_by": cross.matched_by if cross else None,
                 "reference_rank": cross.reference_rank if cross else None,
                 "matched_collectives": cross.matched if cross else 0,
+                "rejected_matches": cross.rejected if cross else 0,
                 "unmatched_calls": cross.unmatched if cross else 0,
                 "straggler": cross.straggler if cross else None,
                 "per_rank": [
@@ -263,23 +266,45 @@ def ranks_json(jobs: Sequence[JobReport]) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
+RANK_CSV_SCHEMA = {
+    "job": pl.String,
+    "aligned": pl.Boolean,
+    "rank": pl.Int64,
+    "clock_offset_us": pl.Float64,
+    "residual_us": pl.Float64,
+    "wait_us": pl.Float64,
+    "transfer_us": pl.Float64,
+    "last_arrivals": pl.Int64,
+    "straggler": pl.Boolean,
+    "reason": pl.String,
+}
+
+
 def ranks_csv(jobs: Sequence[JobReport]) -> str:
-    rows = [
-        {
-            "job": str(job.folder),
-            "rank": a.rank,
-            "clock_offset_us": a.offset_ns / 1000,
-            "residual_us": a.residual_ns / 1000,
-            "wait_us": a.wait_ns / 1000,
-            "transfer_us": a.transfer_ns / 1000,
-            "last_arrivals": a.last_arrivals,
-            "straggler": a.rank == job.cross_rank.straggler,
-        }
-        for job in jobs
-        if job.cross_rank
-        for a in job.cross_rank.ranks
-    ]
-    return pl.DataFrame(rows).write_csv() if rows else "job,rank\n"
+    """One row per rank of each aligned job; one row (no rank) for a job that is not aligned."""
+    rows: list[dict[str, Any]] = []
+    for job in jobs:
+        cross = job.cross_rank
+        if cross is None:
+            continue
+        if not cross.aligned:
+            rows.append({"job": str(job.folder), "aligned": False, "reason": cross.reason})
+        rows += [
+            {
+                "job": str(job.folder),
+                "aligned": True,
+                "rank": a.rank,
+                "clock_offset_us": a.offset_ns / 1000,
+                "residual_us": a.residual_ns / 1000,
+                "wait_us": a.wait_ns / 1000,
+                "transfer_us": a.transfer_ns / 1000,
+                "last_arrivals": a.last_arrivals,
+                "straggler": a.rank == cross.straggler,
+                "reason": cross.reason,
+            }
+            for a in cross.ranks
+        ]
+    return pl.DataFrame(rows, schema=RANK_CSV_SCHEMA).write_csv()
 
 
 def ranks_table(jobs: Sequence[JobReport]) -> str:
@@ -294,10 +319,22 @@ def ranks_table(jobs: Sequence[JobReport]) -> str:
                 "",
             ]
             continue
+        if not cross.aligned:
+            lines.append(
+                f"{head} · {len(job.ranks)} ranks · NOT ALIGNED: {cross.reason}; no clock "
+                "offsets, wait/transfer split or straggler"
+            )
+            lines += _skew_lines(job)
+            lines.append("")
+            continue
+        rejected = f", {cross.rejected} rejected" if cross.rejected else ""
         lines.append(
             f"{head} · {len(job.ranks)} ranks · {cross.matched} collectives matched on every "
-            f"rank ({cross.unmatched} calls unmatched) · clocks on rank {cross.reference_rank}'s"
+            f"rank by {cross.matched_by} ({cross.unmatched} calls unmatched{rejected}) · clocks "
+            f"on rank {cross.reference_rank}'s"
         )
+        if cross.reason:
+            lines.append(f"  note: {cross.reason}")
         rows = [
             ["rank", "clock offset µs", "residual µs", "wait ms", "transfer ms", "arrived last"]
         ]
@@ -319,10 +356,14 @@ def ranks_table(jobs: Sequence[JobReport]) -> str:
                 f"  straggler: rank {a.rank} (arrived last at {a.last_arrivals} of "
                 f"{cross.matched} collectives)"
             )
-        for s in job.step_skew:
-            lines.append(
-                f"  step {s.step}: {s.shortest_ns / 1e6:,.3f}–{s.longest_ns / 1e6:,.3f} ms "
-                f"across ranks (skew {s.skew_ns / 1e6:,.3f} ms, slowest rank {s.slowest_rank})"
-            )
+        lines += _skew_lines(job)
         lines.append("")
     return "\n".join(lines)
+
+
+def _skew_lines(job: JobReport) -> list[str]:
+    return [
+        f"  step {s.step}: {s.shortest_ns / 1e6:,.3f}–{s.longest_ns / 1e6:,.3f} ms "
+        f"across ranks (skew {s.skew_ns / 1e6:,.3f} ms, slowest rank {s.slowest_rank})"
+        for s in job.step_skew
+    ]

@@ -1,0 +1,136 @@
+"""Matching collectives across ranks never accepts wrong pairs, and says when it fails: hand-built
+jobs whose right pairs are known (times in µs), and the real sampled 128-rank excerpt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests import tracebuild as tb
+from traceview.analysis import analyze_trace
+from traceview.analysis.cross_rank import ENDS_SLACK_NS, ENDS_SLACK_SHARE
+from traceview.analysis.job import analyze_job
+
+US = 1000
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "traces"
+
+
+def rank_trace(tmp_path, rank, shift, calls, host, seqs=None):
+    """All-reduces of 1000 floats running at `calls` [(start, end)] in true time; this rank's
+    clock runs `shift` µs ahead; `seqs` records their sequence numbers."""
+    events = [tb.step(1, shift, 2000)]
+    for k, (start, end) in enumerate(calls):
+        args = {"Collective name": "allreduce", "In msg nelems": 1000, "dtype": "Float"}
+        if seqs is not None:
+            args["Seq"] = seqs[k]
+        events += [
+            tb.launch(k + 1, shift + start - 5),
+            tb.kernel(
+                "ncclKernel_AllReduce_RING_LL_Sum_float",
+                shift + start,
+                end - start,
+                k + 1,
+                stream=20,
+                **args,
+            ),
+        ]
+    doc = tb.document(events, rank=rank, world=2, host_name=host)
+    return tb.write(tmp_path / f"rank{rank}.json", doc)
+
+
+def job_of(tmp_path, ranks):
+    return analyze_job(tmp_path, [analyze_trace(p) for p in ranks])
+
+
+def pairs(cross, shift_us=0):
+    """The kept matches as (rank 0 start, rank 1 start) in true time."""
+    rows = cross.calls.select("match", "rank", "start_ns").sort("match", "rank")
+    out = []
+    for (_,), g in rows.group_by("match", maintain_order=True):
+        starts = dict(zip(g["rank"], g["start_ns"], strict=True))
+        out.append((starts[0] // US, starts[1] // US - shift_us))
+    return sorted(out)
+
+
+def test_a_call_missing_from_one_trace_is_matched_by_end_times(tmp_path):
+    # Rank 1's trace lost its second call (a sampled trace): by order, calls 2 and 3 of rank 0
+    # would pair with rank 1's third and fourth. They end 90 and 100 µs apart: no match holds.
+    true = [(100, 150), (200, 260), (300, 350), (400, 450)]
+    r0 = rank_trace(tmp_path, 0, 0, true, "node0")
+    r1 = rank_trace(tmp_path, 1, 5000, [(110, 150), (320, 350), (410, 450)], "node1")
+    cross = job_of(tmp_path, [r0, r1]).cross_rank
+    assert cross.aligned and cross.matched_by == "end times"
+    assert "order disagrees" in cross.reason
+    assert pairs(cross, 5000) == [(100, 110), (300, 320), (400, 410)]  # never (200, ...)
+    assert cross.of(1).offset_ns == 5000 * US
+    # Waits on the aligned clock: rank 0 waits 10, 20 and 10 µs for rank 1.
+    assert cross.of(0).wait_ns == 40 * US and cross.of(1).wait_ns == 0
+
+
+def test_one_wrong_pair_among_good_ones_is_rejected(tmp_path):
+    # One host, one clock. Rank 1 lost call 5 and recorded a later one: same count, so order
+    # pairs call 5 with it; that call began after rank 0's had ended, impossible for a collective.
+    calls = [(100 * k, 100 * k + 50) for k in range(1, 6)]
+    r0 = rank_trace(tmp_path, 0, 0, calls, "host")
+    r1 = rank_trace(tmp_path, 1, 0, [*calls[:4], (600, 650)], "host")
+    cross = job_of(tmp_path, [r0, r1]).cross_rank
+    assert cross.aligned and cross.matched_by == "order"
+    assert (cross.candidates, cross.matched, cross.rejected) == (5, 4, 1)
+    assert pairs(cross) == [(s, s) for s, _ in calls[:4]]
+
+
+def test_matches_that_cannot_hold_leave_the_job_not_aligned(tmp_path):
+    # One clock, and rank 1's calls all begin after rank 0's have ended.
+    r0 = rank_trace(tmp_path, 0, 0, [(100, 150), (200, 250), (300, 350)], "host")
+    r1 = rank_trace(tmp_path, 1, 0, [(500, 550), (600, 650), (700, 750)], "host")
+    job = job_of(tmp_path, [r0, r1])
+    cross = job.cross_rank
+    assert not cross.aligned and cross.ranks == () and cross.straggler is None
+    assert cross.reason.startswith("3 of 3 matched")
+    assert "wait_ns" not in job.calls.columns and job.fit_on == "duration"
+
+
+def test_sequence_numbers_match_across_a_missing_call(tmp_path):
+    r0 = rank_trace(tmp_path, 0, 0, [(100, 150), (200, 250), (300, 350)], "a", seqs=[0, 1, 2])
+    r1 = rank_trace(tmp_path, 1, 700, [(110, 150), (320, 350)], "b", seqs=[0, 2])
+    cross = job_of(tmp_path, [r0, r1]).cross_rank
+    assert cross.aligned and cross.matched_by == "sequence numbers"
+    assert (cross.matched, cross.unmatched) == (2, 1)
+    assert pairs(cross, 700) == [(100, 110), (300, 320)]
+
+
+def test_real_sampled_job_keeps_only_pairs_that_end_together():
+    job = job_of(None, sorted((FIXTURES / "nccl_sampled_w128").iterdir()))
+    cross = job.cross_rank
+    assert cross.aligned and cross.matched_by == "end times"
+    # Independently: same-type calls of the two ranks ending within 1 ms of each other. Both
+    # traces carry Unix-epoch timestamps from NTP-synchronised hosts.
+    calls = job.calls.select("rank", "index", "collective", "end_ns", "dur_ns")
+    a, b = (calls.filter(pl.col("rank") == r) for r in (0, 1))
+    close = a.join(b, on="collective", suffix="_1").filter(
+        (pl.col("end_ns") - pl.col("end_ns_1")).abs() < 1_000 * US
+    )
+    assert close.height == cross.matched == 5
+    kept = cross.calls.select("match", "rank", "index").pivot(on="rank", index="match")
+    assert sorted(kept.select("0", "1").rows()) == sorted(close.select("index", "index_1").rows())
+    assert abs(cross.of(1).offset_ns) < 1_000 * US
+    for (_,), g in cross.calls.group_by("match"):
+        spread = g["end_ns"].max() - g["end_ns"].min()  # type: ignore[operator]
+        assert spread <= ENDS_SLACK_NS + ENDS_SLACK_SHARE * g["dur_ns"].min()  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "table"])
+def test_not_aligned_is_said_in_every_format(tmp_path, fmt):
+    from tests.cli.run_cli import traceview
+
+    rank_trace(tmp_path, 0, 0, [(100, 150), (200, 250), (300, 350)], "host")
+    rank_trace(tmp_path, 1, 0, [(500, 550), (600, 650), (700, 750)], "host")
+    result = traceview("ranks", tmp_path, "--format", fmt)
+    assert result.code == 0
+    if fmt == "json":
+        assert '"aligned": false' in result.out and "do not hold together" in result.out
+    else:
+        assert "do not hold together" in result.out
+        assert ("NOT ALIGNED" in result.out) == (fmt == "table")
