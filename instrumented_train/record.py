@@ -38,8 +38,8 @@ def rank_record(env: DistEnv, par: Parallel, result: RankResult) -> dict[str, An
     }
 
 
-def _mean(values: list[float]) -> float | None:
-    return statistics.fmean(values) if values else None
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def run_record(
@@ -48,12 +48,13 @@ def run_record(
     num_params = sum(p.numel() for p in par.module.parameters())  # DTensors count global shapes
     global_batch = cfg.micro_batch * env.world_size * cfg.grad_accum
     # Step time: rank 0's clock, the slowest rank sets the pace anyway. The first step warms
-    # caches and rebuilds DDP buckets, so it is left out of both means.
+    # caches and rebuilds DDP buckets, so it is left out; the median, as traceview compare takes
+    # it, so that one slow step does not move it.
     steps = result.step_seconds
     unprofiled = [t for t, p in zip(steps[1:], result.profiled[1:], strict=True) if not p]
     profiled = [t for t, p in zip(steps, result.profiled, strict=True) if p]
-    base = _mean(unprofiled)
-    step_time = base if base is not None else _mean(profiled)
+    base = _median(unprofiled)
+    step_time = base if base is not None else _median(profiled)
     return {
         "record_version": RECORD_VERSION,
         "strategy": cfg.strategy,
@@ -91,8 +92,8 @@ def run_record(
         if base is None or not profiled
         else {
             "unprofiled_step_seconds": base,
-            "profiled_step_seconds": _mean(profiled),
-            "ratio": _mean(profiled) / base,  # type: ignore[operator]
+            "profiled_step_seconds": _median(profiled),
+            "ratio": _median(profiled) / base,  # type: ignore[operator]
         },
         "ddp_buckets": ddp_buckets(par),
         "ranks": ranks,

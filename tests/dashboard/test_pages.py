@@ -58,6 +58,25 @@ def test_scaling_page_plots_every_strategy_with_predictions(monkeypatch):
     assert not at.error
 
 
+def noisy_copy(tmp_path: Path) -> Path:
+    """ddp-dp1 and ddp-dp2 of the sweep, dp2's measured steps made to vary 6× (0.1 to 0.6 s)."""
+    for name in ("ddp-dp1", "ddp-dp2"):
+        shutil.copytree(SWEEP / "cpu_sweep" / name, tmp_path / name)
+    record = json.loads((tmp_path / "ddp-dp2" / "run.json").read_text())
+    record["step_seconds"] = [1.0, 0.1, 0.6, 0.1, 0.1, 0.2, 0.2]
+    (tmp_path / "ddp-dp2" / "run.json").write_text(json.dumps(record))
+    return tmp_path
+
+
+def test_scaling_page_says_which_figures_are_noise(monkeypatch, tmp_path):
+    at = page("scaling", noisy_copy(tmp_path), monkeypatch)
+    (warning,) = at.warning
+    assert warning.value.startswith("ddp-dp2: noisy: step times vary 6.0×")
+    ringed = tables(at, 0)[1]
+    assert ringed.column("caveats").to_pylist() == [warning.value.removeprefix("ddp-dp2: ")]
+    assert at.dataframe[0].value["caveats"].to_list()[1] is not None
+
+
 @pytest.mark.parametrize("name", ["timeline", "overlap", "buckets", "memory"])
 def test_run_pages_show_data(monkeypatch, name):
     at = page(name, SWEEP, monkeypatch, run="cpu_sweep/ddp-dp2")

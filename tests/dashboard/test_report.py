@@ -34,3 +34,17 @@ def test_report_is_self_contained_with_every_section(tmp_path):
 def test_report_needs_an_output_file():
     result = traceview("report", SWEEP)
     assert result.code == 2 and "report needs --output FILE.html" in result.err
+
+
+def test_report_carries_the_caveats_of_noisy_runs(tmp_path):
+    import shutil
+
+    for name in ("ddp-dp1", "ddp-dp2"):
+        shutil.copytree(SWEEP / name, tmp_path / name)
+    record = json.loads((tmp_path / "ddp-dp2" / "run.json").read_text())
+    record["step_seconds"] = [1.0, 0.1, 0.6, 0.1, 0.1, 0.2, 0.2]
+    (tmp_path / "ddp-dp2" / "run.json").write_text(json.dumps(record))
+    out = tmp_path / "report.html"
+    assert traceview("report", tmp_path, "--output", out).code == 0
+    html = out.read_text()
+    assert "Caveats on the scaling figures" in html and "noisy: step times vary 6.0" in html

@@ -34,30 +34,42 @@ def overlap_frame(job: JobReport) -> pl.DataFrame:
 
 
 def scaling_frame(jobs: list[JobReport]) -> pl.DataFrame:
-    return pl.DataFrame([asdict(r) for r in scaling_rows(jobs)])
+    """One row per run (analysis/scaling.py ScalingRow); `caveats` joined into one string."""
+    return pl.DataFrame(
+        [{**asdict(r), "caveats": "; ".join(r.caveats) or None} for r in scaling_rows(jobs)]
+    )
 
 
 def memory_frame(job: JobReport) -> pl.DataFrame:
-    """rank, category, measured_mb, theory_mb (fp32 AdamW ZeRO formula); needs a run record."""
+    """rank, category, measured_mb, theory_mb (the textbook ZeRO formula for the run's
+    precision), as_run_mb (the layout the harness holds, where it differs; else null), and the
+    precision; needs a run record."""
     schema = {
         "rank": pl.Int64,
         "category": pl.String,
         "measured_mb": pl.Float64,
         "theory_mb": pl.Float64,
+        "as_run_mb": pl.Float64,
+        "precision": pl.String,
     }
     run = job.run
-    if run is None:
+    precision = theory.run_precision(run.config) if run else None
+    if run is None or precision is None:
         return pl.DataFrame(schema=schema)
-    formula = theory.model_state_bytes(run.strategy, run.num_params, run.world_size) or {}
+    psi, n = run.num_params, run.world_size
+    formula = theory.model_state_bytes(run.strategy, psi, n, precision) or {}
+    layout = theory.layout_bytes(run.strategy, psi, n, precision)
     rows = [
         {
             "rank": r.rank,
             "category": cat,
             "measured_mb": r.model_state_bytes.get(cat, 0) / 1e6,
             "theory_mb": formula.get(cat, 0.0) / 1e6,
+            "as_run_mb": layout[cat] / 1e6 if layout else None,
+            "precision": precision,
         }
         for r in run.ranks
-        for cat in ("params", "grads", "optimizer")
+        for cat in theory.CATEGORIES
     ]
     return pl.DataFrame(rows, schema=schema)
 

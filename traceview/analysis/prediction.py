@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from traceview.analysis.collectives import bus_factor
 from traceview.analysis.job import JobReport
+from traceview.analysis.scaling import step_times
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +26,7 @@ class Prediction:
 
 def predict(reference: JobReport, base_step_seconds: float, degrees: list[int]) -> list[Prediction]:
     """`reference`: the largest measured run of a strategy (N ≥ 2, with collectives);
-    `base_step_seconds`: that strategy's step time at DP 1."""
+    `base_step_seconds`: that strategy's step time at DP 1 (medians of measured steps)."""
     run = reference.run
     n_ref = run.world_size if run else None
     steps = [s.breakdown for r in reference.ranks for s in r.steps]
@@ -34,11 +35,8 @@ def predict(reference: JobReport, base_step_seconds: float, degrees: list[int]) 
     comm = statistics.fmean(b.comm_ns for b in steps) / 1e9
     hidden = statistics.fmean(b.overlap_ns for b in steps) / 1e9
     exposed = statistics.fmean(b.exposed_comm_ns for b in steps) / 1e9
-    t_ref = (
-        run.throughput.step_seconds
-        if run and run.throughput
-        else statistics.fmean(b.window_ns for b in steps) / 1e9
-    )
+    times = step_times(reference)
+    t_ref = times.median_s if times else statistics.fmean(b.window_ns for b in steps) / 1e9
     kinds = reference.calls["collective"].drop_nulls().unique().to_list()
     # One growth factor for the step's communication: the dominant collective's.
     main = max(
@@ -71,11 +69,12 @@ def predict_jobs(jobs: list[JobReport], multiples: tuple[int, ...] = (2, 4, 8)) 
         if job.run is not None:
             by_strategy.setdefault(job.run.strategy, []).append(job)
     for mine in by_strategy.values():
-        base = next((j for j in mine if j.run and j.run.world_size == 1 and j.run.throughput), None)
+        base = next((j for j in mine if j.run and j.run.world_size == 1), None)
+        base_times = step_times(base) if base is not None else None
         larger = [j for j in mine if j.run and j.run.world_size > 1]
-        if base is None or not larger or base.run is None or base.run.throughput is None:
+        if base_times is None or not larger:
             continue
         ref = max(larger, key=lambda j: j.run.world_size if j.run else 0)
         top = ref.run.world_size if ref.run else 1
-        out += predict(ref, base.run.throughput.step_seconds, [top * m for m in multiples])
+        out += predict(ref, base_times.median_s, [top * m for m in multiples])
     return out

@@ -1,5 +1,6 @@
 """Across runs: throughput and weak-scaling efficiency against the DP degree, exposed
-communication, communication volume and model-state memory, each beside the theory."""
+communication, communication volume and model-state memory, each beside the theory, and a
+caveat wherever a figure is more noise than measurement."""
 
 from __future__ import annotations
 
@@ -10,8 +11,30 @@ import polars as pl
 
 from traceview.analysis import theory
 from traceview.analysis.job import JobReport
+from traceview.parse.run_record import RunRecord
 
 FP32_BYTES = 4
+# A run whose step times spread wider than this (max / min) is noise, not a measurement; an
+# efficiency above the second cannot be scaling.
+NOISY_SPREAD = 1.5
+MAX_PLAUSIBLE_EFFICIENCY = 1.05
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepTimes:
+    median_s: float
+    min_s: float
+    max_s: float
+    count: int
+    source: str  # which steps: "unprofiled steps", "profiled steps", "trace step windows"
+
+    @property
+    def spread(self) -> float:
+        return self.max_s / self.min_s if self.min_s > 0 else float("inf")
+
+    @property
+    def noisy(self) -> bool:
+        return self.count >= 2 and self.spread > NOISY_SPREAD
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,22 +42,54 @@ class ScalingRow:
     job: str
     strategy: str  # "unknown" for traces without a run record
     dp: int | None
-    step_seconds: float | None  # run record (unprofiled), else the traces' mean step window
-    samples_per_s: float | None
+    step_seconds: float | None  # median over the measured steps
+    step_seconds_min: float | None
+    step_seconds_max: float | None
+    steps_measured: int
+    step_source: str | None
+    samples_per_s: float | None  # global batch / median step time (needs a run record)
     tokens_per_s: float | None
-    efficiency: (
-        float | None
-    )  # E(N) = throughput(N) / (N × throughput(1)); T(1)/T(N) without records
+    efficiency: float | None  # E(N) = throughput(N) / (N × throughput(1)); T(1)/T(N) without
     exposed_comm_fraction: float | None  # exposed communication ÷ step window, over ranks and steps
     comm_volume_psi: float | None  # bytes sent per step per rank ÷ (Ψ × 4 bytes)
-    comm_volume_theory_psi: float | None
+    comm_volume_theory_psi: float | None  # 0 at DP 1: nothing needs exchanging
+    precision: str | None  # the theory's name for the run's precision: "fp32" or "mixed"
     model_state_bytes: int | None  # the largest rank's params + grads + optimizer
-    model_state_theory_bytes: float | None  # fp32 AdamW formula
+    model_state_theory_bytes: float | None  # the textbook ZeRO formula, the run's precision
+    model_state_layout_bytes: float | None  # what the harness holds, where it differs
+    caveats: tuple[str, ...] = ()
 
 
-def _mean_step_seconds(job: JobReport) -> float | None:
-    lengths = [s.breakdown.window_ns for r in job.ranks for s in r.steps]
-    return statistics.fmean(lengths) / 1e9 if lengths else None
+def step_times(job: JobReport) -> StepTimes | None:
+    """From the run record: its steps after the first (which warms caches and rebuilds DDP's
+    buckets) that ran unprofiled, else its profiled ones. Without one: per profiled step, the
+    slowest rank's step window."""
+    if job.run is not None and (from_record := record_step_times(job.run)) is not None:
+        return from_record
+    per_step: dict[int, float] = {}
+    for r in job.ranks:
+        for s in r.steps:
+            per_step[s.step] = max(per_step.get(s.step, 0.0), s.breakdown.window_ns / 1e9)
+    return _times(list(per_step.values()), "trace step windows") if per_step else None
+
+
+def record_step_times(run: RunRecord) -> StepTimes | None:
+    """A run record's measured steps: those after the first that ran unprofiled, else the
+    profiled ones."""
+    profiled = {p.run_step for p in run.profiled_steps}
+    plain = [t for i, t in enumerate(run.step_seconds) if i > 0 and i not in profiled]
+    chosen = plain or [run.step_seconds[i] for i in sorted(profiled) if i < len(run.step_seconds)]
+    return _times(chosen, "unprofiled steps" if plain else "profiled steps") if chosen else None
+
+
+def _times(values: list[float], source: str) -> StepTimes:
+    return StepTimes(
+        median_s=statistics.median(values),
+        min_s=min(values),
+        max_s=max(values),
+        count=len(values),
+        source=source,
+    )
 
 
 def _exposed_fraction(job: JobReport) -> float | None:
@@ -61,6 +116,22 @@ def _volume_psi(job: JobReport, psi: int | None) -> float | None:
     return float(per_rank_step["bytes"].mean()) / (psi * FP32_BYTES)  # type: ignore[arg-type]
 
 
+def _memory(run: RunRecord | None, dp: int | None) -> tuple[str | None, float | None, float | None]:
+    """(precision, textbook bytes, layout bytes) of a run with a record."""
+    if run is None or not dp:
+        return None, None, None
+    precision = theory.run_precision(run.config)
+    if precision is None:
+        return None, None, None
+    formula = theory.model_state_bytes(run.strategy, run.num_params, dp, precision)
+    layout = theory.layout_bytes(run.strategy, run.num_params, dp, precision)
+    return (
+        precision,
+        sum(formula.values()) if formula else None,
+        sum(layout.values()) if layout else None,
+    )
+
+
 def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
     rows = []
     for job in jobs:
@@ -69,24 +140,38 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
             run.world_size if run else next((r.world_size for r in job.ranks if r.world_size), None)
         )
         strategy = run.strategy if run else "unknown"
-        tput = run.throughput if run else None
-        psi = run.num_params if run else None
+        times = step_times(job)
+        batch = run.global_batch if run else None
+        median = times.median_s if times and times.median_s > 0 else None
         states = [sum(r.model_state_bytes.values()) for r in run.ranks] if run else []
-        formula = theory.model_state_bytes(strategy, psi, dp) if psi and dp else None
+        precision, textbook, layout = _memory(run, dp)
+        caveats = []
+        if times is not None and times.noisy:
+            caveats.append(
+                f"noisy: step times vary {times.spread:.1f}× ({times.min_s:.3f}–"
+                f"{times.max_s:.3f} s over {times.count} {times.source})"
+            )
         rows.append(
             ScalingRow(
                 job=str(job.folder or job.ranks[0].trace),
                 strategy=strategy,
                 dp=dp,
-                step_seconds=tput.step_seconds if tput else _mean_step_seconds(job),
-                samples_per_s=tput.samples_per_s if tput else None,
-                tokens_per_s=tput.tokens_per_s if tput else None,
+                step_seconds=times.median_s if times else None,
+                step_seconds_min=times.min_s if times else None,
+                step_seconds_max=times.max_s if times else None,
+                steps_measured=times.count if times else 0,
+                step_source=times.source if times else None,
+                samples_per_s=batch.samples / median if batch and median else None,
+                tokens_per_s=batch.tokens / median if batch and median else None,
                 efficiency=None,
                 exposed_comm_fraction=_exposed_fraction(job),
-                comm_volume_psi=_volume_psi(job, psi),
-                comm_volume_theory_psi=theory.VOLUME_PSI.get(strategy),
+                comm_volume_psi=_volume_psi(job, run.num_params if run else None),
+                comm_volume_theory_psi=theory.volume_psi(strategy, dp),
+                precision=precision,
                 model_state_bytes=max(states) if states else None,
-                model_state_theory_bytes=sum(formula.values()) if formula else None,
+                model_state_theory_bytes=textbook,
+                model_state_layout_bytes=layout,
+                caveats=tuple(caveats),
             )
         )
     return _with_efficiency(rows)
@@ -94,15 +179,28 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
 
 def _with_efficiency(rows: list[ScalingRow]) -> list[ScalingRow]:
     """E(N) against the same strategy's DP-1 run among the inputs (weak scaling: the per-rank
-    batch is the same at every N). Without throughput, T(1)/T(N) from step times."""
+    batch is the same at every N). Without throughput, T(1)/T(N) from step times. A noisy
+    baseline, or an efficiency above 1.05, is said beside the figure."""
     out = []
     for row in rows:
         base = next((r for r in rows if r.strategy == row.strategy and r.dp == 1), None)
         eff = None
+        caveats = list(row.caveats)
         if base is not None and row.dp:
             if row.samples_per_s and base.samples_per_s:
                 eff = row.samples_per_s / (row.dp * base.samples_per_s)
             elif row.step_seconds and base.step_seconds:
                 eff = base.step_seconds / row.step_seconds
-        out.append(replace(row, efficiency=eff))
+            if (
+                eff is not None
+                and base is not row
+                and any(c.startswith("noisy") for c in base.caveats)
+            ):
+                caveats.append("E(N) rests on a noisy DP-1 run")
+            if eff is not None and eff > MAX_PLAUSIBLE_EFFICIENCY:
+                caveats.append(
+                    f"E(N) {eff:.2f} is above 1: measurement noise, not scaling (rerun both "
+                    "on a quiet machine)"
+                )
+        out.append(replace(row, efficiency=eff, caveats=tuple(caveats)))
     return sorted(out, key=lambda r: (r.strategy, r.dp or 0))

@@ -59,14 +59,21 @@ COLUMNS = [
     "strategy",
     "dp",
     "step_seconds",
+    "step_seconds_min",
+    "step_seconds_max",
+    "steps_measured",
+    "step_source",
     "samples_per_s",
     "tokens_per_s",
     "efficiency",
     "exposed_comm_fraction",
     "comm_volume_psi",
     "comm_volume_theory_psi",
+    "precision",
     "model_state_bytes",
     "model_state_theory_bytes",
+    "model_state_layout_bytes",
+    "caveats",
     "job",
 ]
 
@@ -83,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         }
         text = json.dumps(doc, indent=2) + "\n"
     elif args.format == "csv":
-        text = pl.DataFrame([asdict(r) for r in rows]).select(COLUMNS).write_csv()
+        records = [{**asdict(r), "caveats": "; ".join(r.caveats)} for r in rows]
+        text = pl.DataFrame(records).select(COLUMNS).write_csv()
     else:
         text = table(rows)
     return inputs.finish(text, args, loaded)
@@ -93,45 +101,59 @@ def _fmt(value: float | int | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _mb(value: float | None) -> str:
+    return _fmt(None if value is None else value / 1e6, ",.1f")
+
+
 def table(rows: list[ScalingRow]) -> str:
     head = [
         "strategy",
         "DP",
-        "step s",
+        "step s (min–max)",
         "samples/s",
         "tokens/s",
         "E(N)",
         "exposed comm",
         "volume Ψ (theory)",
         "model states MB (theory)",
+        "!",
         "run",
     ]
     cells = [head]
     for r in rows:
         volume = f"{_fmt(r.comm_volume_psi, '.2f')} ({_fmt(r.comm_volume_theory_psi, '.0f')})"
-        states = (
-            f"{_fmt(r.model_state_bytes and r.model_state_bytes / 1e6, ',.1f')} "
-            f"({_fmt(r.model_state_theory_bytes and r.model_state_theory_bytes / 1e6, ',.1f')})"
+        theory = _mb(r.model_state_theory_bytes)
+        if r.model_state_layout_bytes is not None:
+            theory += f"; as run {_mb(r.model_state_layout_bytes)}"
+        spread = (
+            f"{_fmt(r.step_seconds, '.3f')} ({r.step_seconds_min:.3f}–{r.step_seconds_max:.3f})"
+            if r.step_seconds_min is not None and r.step_seconds_max is not None
+            else _fmt(r.step_seconds, ".3f")
         )
         cells.append(
             [
                 r.strategy,
                 _fmt(r.dp, "d"),
-                _fmt(r.step_seconds, ".3f"),
+                spread,
                 _fmt(r.samples_per_s, ",.1f"),
                 _fmt(r.tokens_per_s, ",.0f"),
                 _fmt(r.efficiency, ".2f"),
                 _fmt(r.exposed_comm_fraction, ".1%"),
                 volume,
-                states,
+                f"{_mb(r.model_state_bytes)} ({theory})",
+                "!" if r.caveats else "",
                 Path(r.job).name,
             ]
         )
     lines = aligned(cells, indent="", left_last=True)
+    caveats = [f"! {Path(r.job).name}: {c}" for r in rows for c in r.caveats]
     notes = [
-        "E(N) = throughput(N) / (N × throughput(1)) against the same strategy's DP-1 run "
-        "(T(1)/T(N) from step times for traces without a run record); volume in Ψ fp32 "
-        "elements per rank and step; model states: the largest rank, theory = fp32 AdamW "
-        "ZeRO formula."
+        "step s: the median of the run's measured steps (unprofiled ones from run.json, else "
+        "profiled; traces alone: each step's slowest rank). E(N) = throughput(N) / "
+        "(N × throughput(1)) against the same strategy's DP-1 run (T(1)/T(N) for traces "
+        "without a run record); volume in Ψ fp32 elements per rank and step (0 in theory at "
+        "DP 1); model states: the largest rank; theory = the textbook ZeRO formula for the "
+        "run's precision (AdamW; bf16 = mixed precision), and 'as run' the layout the harness "
+        'holds where it differs, which the measurement should match (README "Memory").'
     ]
-    return "\n".join([*lines, "", *notes]) + "\n"
+    return "\n".join([*lines, "", *caveats, *([""] if caveats else []), *notes]) + "\n"

@@ -17,6 +17,23 @@ PART_COLORS = alt.Scale(
 )
 
 
+def _top(frame: pl.DataFrame, column: str) -> float:
+    """A little above the column's largest value (0 when there is none)."""
+    top = frame[column].max() if frame.height else None
+    return 1.05 * float(top) if isinstance(top, int | float) else 0.0
+
+
+def caveats_chart(lines: list[str], title: str = "Caveats") -> AnyChart:
+    """Lines of text, for the static report: what a figure above cannot be trusted for."""
+    frame = pl.DataFrame({"line": lines, "y": list(range(len(lines)))})
+    return (
+        alt.Chart(frame)
+        .mark_text(align="left", baseline="top", fontSize=12, color="#b22222")
+        .encode(text="line:N", y=alt.Y("y:O", axis=None), x=alt.value(0))
+        .properties(title=title, width=900, height=18 * max(1, len(lines)))
+    )
+
+
 def efficiency_chart(scaling: pl.DataFrame, predicted: pl.DataFrame | None = None) -> AnyChart:
     measured = (
         alt.Chart(scaling)
@@ -26,7 +43,7 @@ def efficiency_chart(scaling: pl.DataFrame, predicted: pl.DataFrame | None = Non
             y=alt.Y(
                 "efficiency:Q",
                 title="weak-scaling efficiency E(N)",
-                scale=alt.Scale(domain=[0, 1.1]),
+                scale=alt.Scale(domain=[0, max(1.1, _top(scaling, "efficiency"))]),
             ),
             color=alt.Color("strategy:N"),
             tooltip=[
@@ -34,10 +51,25 @@ def efficiency_chart(scaling: pl.DataFrame, predicted: pl.DataFrame | None = Non
                 "dp",
                 alt.Tooltip("efficiency:Q", format=".2f"),
                 alt.Tooltip("samples_per_s:Q", format=",.1f"),
+                alt.Tooltip("caveats:N", title="caveat"),
             ],
         )
     )
-    layers = [measured]
+    layers: list[alt.Chart] = [measured]
+    flagged = (
+        scaling.filter(pl.col("caveats").is_not_null()) if "caveats" in scaling.columns else None
+    )
+    if flagged is not None and flagged.height:
+        # A figure that is more noise than measurement is ringed, and says why on hover.
+        layers.append(
+            alt.Chart(flagged)
+            .mark_point(shape="circle", size=260, color="#e45756", strokeWidth=2)
+            .encode(
+                x="dp:O",
+                y="efficiency:Q",
+                tooltip=["strategy", "dp", alt.Tooltip("caveats:N", title="caveat")],
+            )
+        )
     if predicted is not None and predicted.height:
         layers.append(
             alt.Chart(predicted)
@@ -55,7 +87,8 @@ def efficiency_chart(scaling: pl.DataFrame, predicted: pl.DataFrame | None = Non
             )
         )
     return alt.layer(*layers).properties(
-        title="Efficiency vs DP degree (dashed: predicted)", width=480
+        title="Efficiency vs DP degree (dashed: predicted; ringed: noisy, see the caveat)",
+        width=480,
     )
 
 
@@ -183,13 +216,18 @@ def size_vs_duration_chart(calls: pl.DataFrame) -> AnyChart:
     )
 
 
+MEMORY_SOURCES = alt.Scale(
+    domain=["measured_mb", "theory_mb", "as_run_mb"], range=["#4c78a8", "#bab0ac", "#72b7b2"]
+)
+
+
 def memory_chart(frame: pl.DataFrame) -> AnyChart:
     long = frame.unpivot(
         index=["rank", "category"],
-        on=["measured_mb", "theory_mb"],
+        on=["measured_mb", "theory_mb", "as_run_mb"],
         variable_name="source",
         value_name="mb",
-    )
+    ).drop_nulls("mb")
     bars = (
         alt.Chart(long)
         .mark_bar()
@@ -197,10 +235,7 @@ def memory_chart(frame: pl.DataFrame) -> AnyChart:
             x=alt.X("category:N", title=None),
             xOffset="source:N",
             y=alt.Y("mb:Q", title="MB"),
-            color=alt.Color(
-                "source:N",
-                scale=alt.Scale(domain=["measured_mb", "theory_mb"], range=["#4c78a8", "#bab0ac"]),
-            ),
+            color=alt.Color("source:N", scale=MEMORY_SOURCES),
             column=alt.Column("rank:N", title="rank"),
             tooltip=["rank", "category", "source", alt.Tooltip("mb:Q", format=",.2f")],
         )

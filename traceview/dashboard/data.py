@@ -12,9 +12,10 @@ import streamlit as st
 
 from traceview.analysis import analyze_trace
 from traceview.analysis.job import JobReport, analyze_job
+from traceview.analysis.scaling import record_step_times
 from traceview.errors import TraceviewError
 from traceview.inputs import NOT_TRACES, TRACE_SUFFIXES
-from traceview.parse.run_record import read_run_record
+from traceview.parse.run_record import RunRecord, read_run_record
 
 ROOT_ENV = "TRACEVIEW_DASHBOARD_ROOT"
 MAX_UPLOAD_MB = 200
@@ -46,6 +47,11 @@ def _is_trace(p: Path) -> bool:
     )
 
 
+def _samples_per_s(record: RunRecord) -> float | None:
+    times = record_step_times(record)
+    return record.global_batch.samples / times.median_s if times and times.median_s else None
+
+
 @st.cache_data(show_spinner="Looking for runs…")
 def discover_runs(base: str) -> pl.DataFrame:
     """Every folder under `base` that holds trace files, with its run record's summary."""
@@ -62,9 +68,7 @@ def discover_runs(base: str) -> pl.DataFrame:
                 "dp": record.world_size if record else None,
                 "traces": sum(1 for p in folder.iterdir() if _is_trace(p)),
                 "preset": str(record.config.get("preset")) if record else None,
-                "samples_per_s": record.throughput.samples_per_s
-                if record and record.throughput
-                else None,
+                "samples_per_s": _samples_per_s(record) if record else None,
             }
         )
     schema = {

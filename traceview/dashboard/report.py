@@ -24,6 +24,17 @@ def report_chart(jobs: list[JobReport]) -> alt.VConcatChart:
             charts.throughput_chart(measured),
             charts.exposed_chart(scaling),
         ]
+    caveats = (
+        [
+            f"{name}: {c}"
+            for name, text in scaling.select("job", "caveats").drop_nulls().iter_rows()
+            for c in text.split("; ")
+        ]
+        if scaling.height
+        else []
+    )
+    if caveats:
+        sections.append(charts.caveats_chart(caveats, "Caveats on the scaling figures"))
     for job in jobs:
         name = str(job.folder or job.ranks[0].trace)
         overlap = overlap_frame(job)

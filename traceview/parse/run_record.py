@@ -38,6 +38,11 @@ class RankRecord(msgspec.Struct, frozen=True):
     peak_memory: dict[str, object] = msgspec.field(default_factory=dict)
 
 
+class ProfiledStep(msgspec.Struct, frozen=True):
+    run_step: int  # 0-based index into step_seconds
+    profiler_step: int  # its ProfilerStep#N in the traces
+
+
 class RunRecord(msgspec.Struct, frozen=True):
     strategy: str
     world_size: int
@@ -46,6 +51,8 @@ class RunRecord(msgspec.Struct, frozen=True):
     global_batch: GlobalBatch
     ranks: list[RankRecord]
     throughput: Throughput | None = None
+    step_seconds: list[float] = msgspec.field(default_factory=list)  # every step of the run
+    profiled_steps: list[ProfiledStep] = msgspec.field(default_factory=list)
     ddp_buckets: list[Bucket] | None = None
     backend: str | None = None
     torch_version: str | None = None

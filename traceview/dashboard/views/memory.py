@@ -14,9 +14,17 @@ if picked:
         st.info("Model-state memory comes from the harness's run.json; this run has none.")
     else:
         st.altair_chart(charts.memory_chart(frame), width="content")
+        run_precision = frame["precision"][0]
+        layout = frame["as_run_mb"].is_not_null().any()
         st.caption(
             "Measured: bytes each rank holds per category, at its largest over a step. "
-            "Theory: the fp32 AdamW ZeRO formula."
+            f"Theory: the textbook ZeRO formula for AdamW in {run_precision} precision."
+            + (
+                " As run: the layout this strategy's implementation holds (see the README's "
+                "Memory section) — the one the measurement should match."
+                if layout
+                else ""
+            )
         )
 
 st.subheader("Calculator")
