@@ -87,3 +87,26 @@ def test_cpu_only_gloo_trace(tmp_path):
         4000,
         1,
     )
+
+
+def test_cpu_comm_pattern_turns_only_the_matching_spans_into_communication(tmp_path):
+    # The same Gloo job with aten::mm [5,25) named communication: it leaves compute (with
+    # aten::addmm [6,20) inside it) and joins comm; the training thread's other ops stay compute.
+    doc = tb.document(tb.cpu_example(), backend="gloo")
+    path = tb.write(tmp_path / "cpu.json", doc)
+    report = analyze_trace(path, comm_pattern="^aten::mm$")
+    (s,) = report.steps
+    b = s.breakdown
+    assert (b.start_ns, b.end_ns) == (0, 100 * US)
+    assert (b.compute_ns, b.comm_ns, b.overlap_ns) == (43 * US, 64 * US, 28 * US)
+    assert (b.exposed_comm_ns, b.compute_only_ns, b.idle_ns) == (36 * US, 15 * US, 21 * US)
+    t = report.total
+    assert t is not None and (t.start_ns, t.end_ns) == (5 * US, 110 * US)
+    assert (t.compute_ns, t.comm_ns, t.overlap_ns, t.idle_ns) == (
+        43 * US,
+        74 * US,
+        28 * US,
+        16 * US,
+    )
+    # Gloo's spans keep the collective of the calls that queued them.
+    assert {c.collective for c in report.collectives} == {"all_reduce", "unknown"}

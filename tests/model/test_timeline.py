@@ -1,4 +1,5 @@
 import polars as pl
+import pytest
 
 from tests import tracebuild as tb
 from traceview.model import INTERVALS_SCHEMA, build_timeline
@@ -144,3 +145,24 @@ def test_gloo_spans_take_the_collective_of_the_call_that_queued_them(tmp_path):
     assert comm["collective"].to_list() == ["reduce_scatter", "all_gather"]
     assert comm["launch_ns"].to_list() == [10 * US, 20 * US]
     assert comm["bytes"].to_list() == [400, 400]  # the all-gather's full output
+
+
+def test_comm_pattern_on_a_real_cpu_trace_moves_only_the_matching_spans():
+    import gzip
+    import json
+    from pathlib import Path
+
+    from traceview.algebra import union
+    from traceview.analysis import analyze_trace
+
+    path = Path(__file__).parents[2] / "sample_traces/cpu_sweep/ddp-dp2/rank0.pt.trace.json.gz"
+    plain = analyze_trace(path).total
+    custom = analyze_trace(path, comm_pattern="^aten::addcdiv_").total
+    assert plain is not None and custom is not None
+    assert (custom.start_ns, custom.end_ns) == (plain.start_ns, plain.end_ns)
+    # AdamW's addcdiv_ runs inside the optimizer step: that time, and only it, leaves compute.
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    spans = [(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "aten::addcdiv_"]
+    moved = union([round(s * 1000) for s, _ in spans], [round(e * 1000) for _, e in spans])
+    assert moved.length > 0
+    assert plain.compute_ns - custom.compute_ns == pytest.approx(moved.length, abs=len(spans))

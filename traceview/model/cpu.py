@@ -27,14 +27,15 @@ _NO_COLLECTIVE = {
 def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
     events = trace.events.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]))
     name = pl.col("name").cast(pl.String)
-    is_comm = name.str.contains(GLOO_SPAN)
-    if comm_pattern:
-        is_comm = is_comm | name.str.contains(comm_pattern)
-    comm = events.filter(is_comm)
-    training = events.join(_comm_threads(trace, comm), on=["pid", "tid"], how="anti")
+    gloo = name.str.contains(GLOO_SPAN)
+    # Spans the user names as communication are that, wherever they run; their thread stays
+    # a training thread whose other work is compute.
+    custom = (name.str.contains(comm_pattern) & ~gloo) if comm_pattern else pl.lit(False)
+    is_comm = gloo | custom
+    training = events.join(_comm_threads(trace, events.filter(gloo)), on=["pid", "tid"], how="anti")
     waiting = name.str.contains(WAIT_OP) | name.str.contains(COMM_CALL)
     ops = training.filter((pl.col("cat") == "cpu_op") & ~is_comm & ~waiting)
-    compute = _top_level_minus(ops, training.filter(waiting & ~is_comm))
+    compute = _top_level_minus(ops, training.filter(waiting | is_comm))
     autograd = autograd_spans(training)
     calls = innermost(_call_rows(training, trace), "ts_ns", "pid", "tid", autograd, "_autograd")
     calls = innermost(calls, "ts_ns", "pid", "tid", fsdp_spans(training), "_fsdp")
@@ -45,8 +46,14 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         backward=pl.col("_autograd").is_not_null(), module=pl.lit(None, pl.String)
     )
     groups, world = trace_groups(trace), trace.meta.world_size
+    comm = pl.concat(
+        [
+            _with_launching_calls(_comm_rows(events.filter(gloo), trace), calls),
+            _unpaired(_comm_rows(events.filter(custom), trace)),
+        ]
+    )
     frames = [
-        messages.with_sizes(_with_launching_calls(_comm_rows(comm, trace), calls), groups, world),
+        messages.with_sizes(comm, groups, world),
         compute.with_columns(
             kind=pl.lit("compute"), launch_ns=pl.lit(None, pl.Int64), **_NO_COLLECTIVE
         ),
@@ -88,11 +95,7 @@ def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFra
     ready. Pairs are kept only if every span's input fits its call's tensors."""
     calls = calls.filter(pl.col("collective").is_not_null()).sort("ts_ns")
     comm = comm.sort("ts_ns")
-    unpaired = comm.with_columns(
-        launch_ns=pl.lit(None, pl.Int64),
-        module=pl.lit(None, pl.String),
-        backward=pl.lit(False),
-    )
+    unpaired = _unpaired(comm)
     if calls.height != comm.height or comm.height == 0:
         return unpaired
     fits = all(
@@ -114,11 +117,20 @@ def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFra
     )
 
 
-def _comm_threads(trace: Trace, comm: pl.DataFrame) -> pl.DataFrame:
+def _unpaired(comm: pl.DataFrame) -> pl.DataFrame:
+    return comm.with_columns(
+        launch_ns=pl.lit(None, pl.Int64),
+        module=pl.lit(None, pl.String),
+        backward=pl.lit(False),
+    )
+
+
+def _comm_threads(trace: Trace, gloo: pl.DataFrame) -> pl.DataFrame:
+    """Gloo's runloop threads: the threads of its spans, and the threads named after it."""
     named = [k for k, names in trace.thread_names.items() if any(GLOO_THREAD in n for n in names)]
     return pl.concat(
         [
-            comm.select("pid", "tid"),
+            gloo.select("pid", "tid"),
             pl.DataFrame(named, schema={"pid": pl.Int64, "tid": pl.Int64}, orient="row"),
         ]
     ).unique()
