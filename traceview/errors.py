@@ -27,11 +27,16 @@ class NotATraceError(TraceviewError):
 
 @dataclass(frozen=True, kw_only=True)
 class Note:
-    """Something the reader of a result must know. `lossy` notes mean input was dropped."""
+    """Something the reader of a result must know. `lossy`: input was dropped; `caveat`: a
+    figure in the result may mislead (every output format carries these)."""
 
     message: str
-    severity: Literal["info", "lossy"] = "info"
+    severity: Literal["info", "lossy", "caveat"] = "info"
 
     @property
     def lossy(self) -> bool:
         return self.severity == "lossy"
+
+    @property
+    def caveat(self) -> bool:
+        return self.severity == "caveat"

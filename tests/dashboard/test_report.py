@@ -47,4 +47,4 @@ def test_report_carries_the_caveats_of_noisy_runs(tmp_path):
     out = tmp_path / "report.html"
     assert traceview("report", tmp_path, "--output", out).code == 0
     html = out.read_text()
-    assert "Caveats on the scaling figures" in html and "noisy: step times vary 6.0" in html
+    assert "Caveats" in html and "noisy: step times vary 6.0" in html

@@ -2,7 +2,9 @@
 
 C = union of compute, M = union of communication, both within the window W:
 overlap = |C ∩ M|, exposed_comm = |M \\ C|, compute_only = |C \\ M|, idle = |W| - |C ∪ M|,
-overlap_pct = overlap / |M| (undefined when M is empty).
+overlap_pct = overlap / |M| (undefined when M is empty). When the trace cannot show
+communication at all (GPU work profiled without GPU activity), M is unknown, and so is every
+figure that depends on it: None, never 0.
 """
 
 from __future__ import annotations
@@ -11,17 +13,19 @@ from dataclasses import dataclass
 
 from traceview.algebra import IntervalSet, clip, difference, intersect
 
+METRICS = ("window", "compute", "comm", "overlap", "exposed_comm", "compute_only", "idle")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Breakdown:
     start_ns: int
     end_ns: int
     compute_ns: int
-    comm_ns: int
-    overlap_ns: int
-    exposed_comm_ns: int
-    compute_only_ns: int
-    idle_ns: int
+    comm_ns: int | None
+    overlap_ns: int | None
+    exposed_comm_ns: int | None
+    compute_only_ns: int | None
+    idle_ns: int | None
 
     @property
     def window_ns(self) -> int:
@@ -29,11 +33,31 @@ class Breakdown:
 
     @property
     def overlap_pct(self) -> float | None:
-        return 100.0 * self.overlap_ns / self.comm_ns if self.comm_ns else None
+        if not self.comm_ns or self.overlap_ns is None:
+            return None
+        return 100.0 * self.overlap_ns / self.comm_ns
+
+    def ns(self, metric: str) -> int | None:
+        """One of METRICS by name."""
+        return getattr(self, f"{metric}_ns")  # type: ignore[no-any-return]
 
 
-def breakdown(compute: IntervalSet, comm: IntervalSet, start_ns: int, end_ns: int) -> Breakdown:
+def breakdown(
+    compute: IntervalSet, comm: IntervalSet | None, start_ns: int, end_ns: int
+) -> Breakdown:
+    """`comm` None: the trace cannot show communication."""
     c = clip(compute, start_ns, end_ns)
+    if comm is None:
+        return Breakdown(
+            start_ns=start_ns,
+            end_ns=end_ns,
+            compute_ns=c.length,
+            comm_ns=None,
+            overlap_ns=None,
+            exposed_comm_ns=None,
+            compute_only_ns=None,
+            idle_ns=None,
+        )
     m = clip(comm, start_ns, end_ns)
     overlap = intersect(c, m).length
     return Breakdown(

@@ -19,15 +19,11 @@ def overlap_frame(job: JobReport) -> pl.DataFrame:
     """rank, step, part (compute_only | overlap | exposed_comm | idle), ms — the parts add up
     to the step window."""
     rows = [
-        {
-            "rank": r.rank,
-            "step": s.step,
-            "part": part,
-            "ms": getattr(s.breakdown, f"{part}_ns") / 1e6,
-        }
+        {"rank": r.rank, "step": s.step, "part": part, "ms": value / 1e6}
         for r in job.ranks
         for s in r.steps
         for part in OVERLAP_PARTS
+        if (value := s.breakdown.ns(part)) is not None  # unknown where comm is not measured
     ]
     schema = {"rank": pl.Int64, "step": pl.Int64, "part": pl.String, "ms": pl.Float64}
     return pl.DataFrame(rows, schema=schema)

@@ -32,9 +32,11 @@ def predict(reference: JobReport, base_step_seconds: float, degrees: list[int]) 
     steps = [s.breakdown for r in reference.ranks for s in r.steps]
     if not steps or not n_ref or n_ref < 2 or reference.calls.height == 0:
         return []
-    comm = statistics.fmean(b.comm_ns for b in steps) / 1e9
-    hidden = statistics.fmean(b.overlap_ns for b in steps) / 1e9
-    exposed = statistics.fmean(b.exposed_comm_ns for b in steps) / 1e9
+    if any(b.comm_ns is None or b.overlap_ns is None or b.exposed_comm_ns is None for b in steps):
+        return []  # communication not measured: nothing to grow
+    comm = statistics.fmean(b.comm_ns or 0 for b in steps) / 1e9
+    hidden = statistics.fmean(b.overlap_ns or 0 for b in steps) / 1e9
+    exposed = statistics.fmean(b.exposed_comm_ns or 0 for b in steps) / 1e9
     times = step_times(reference)
     t_ref = times.median_s if times else statistics.fmean(b.window_ns for b in steps) / 1e9
     kinds = reference.calls["collective"].drop_nulls().unique().to_list()

@@ -94,8 +94,11 @@ def _times(values: list[float], source: str) -> StepTimes:
 
 def _exposed_fraction(job: JobReport) -> float | None:
     steps = [s.breakdown for r in job.ranks for s in r.steps]
+    exposed = [b.exposed_comm_ns for b in steps]
     window = sum(b.window_ns for b in steps)
-    return sum(b.exposed_comm_ns for b in steps) / window if window else None
+    if not window or None in exposed:
+        return None
+    return sum(e for e in exposed if e is not None) / window
 
 
 def _volume_psi(job: JobReport, psi: int | None) -> float | None:

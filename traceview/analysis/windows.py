@@ -33,14 +33,19 @@ def _set(frame: pl.DataFrame) -> IntervalSet:
     return union(frame["ts_ns"].to_numpy(), frame["end_ns"].to_numpy())
 
 
-def _own_window(rows: pl.DataFrame) -> Breakdown | None:
+def _comm(rows: pl.DataFrame, timeline: Timeline) -> IntervalSet | None:
+    """The communication of `rows`; None where the trace cannot show any."""
+    return _set(rows.filter(pl.col("kind") == "comm")) if timeline.comm_measured else None
+
+
+def _own_window(rows: pl.DataFrame, timeline: Timeline) -> Breakdown | None:
     """The breakdown of `rows` alone, in the window spanned by their compute and comm."""
     spanning = rows.filter(pl.col("kind").is_in(WINDOW_KINDS))
     if spanning.height == 0:
         return None
     return breakdown(
         _set(rows.filter(pl.col("kind") == "compute")),
-        _set(rows.filter(pl.col("kind") == "comm")),
+        _comm(rows, timeline),
         int(spanning["ts_ns"].min()),  # type: ignore[arg-type]
         int(spanning["end_ns"].max()),  # type: ignore[arg-type]
     )
@@ -57,7 +62,7 @@ def total_breakdown(timeline: Timeline) -> Breakdown | None:
         return None
     return breakdown(
         _set(work.filter(pl.col("kind") == "compute")),
-        _set(work.filter(pl.col("kind") == "comm")),
+        _comm(work, timeline),
         int(work["ts_ns"].min()),  # type: ignore[arg-type]
         int(work["end_ns"].max()),  # type: ignore[arg-type]
     )
@@ -70,7 +75,7 @@ def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:
     work = _work(timeline)
     if timeline.mode == "cpu":
         compute = _set(work.filter(pl.col("kind") == "compute"))
-        comm = _set(work.filter(pl.col("kind") == "comm"))
+        comm = _comm(work, timeline)
         return [
             StepBreakdown(step=step, breakdown=breakdown(compute, comm, start, end))
             for step, start, end in timeline.step_spans.sort("step").iter_rows()
@@ -79,7 +84,7 @@ def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:
     for (step,), rows in (
         work.filter(pl.col("step").is_not_null()).sort("step").group_by("step", maintain_order=True)
     ):
-        own = _own_window(rows)
+        own = _own_window(rows, timeline)
         if own is not None:
             out.append(StepBreakdown(step=int(step), breakdown=own))  # type: ignore[arg-type]
     return out
@@ -95,5 +100,5 @@ def before_first_step(timeline: Timeline) -> BeforeFirstStep | None:
     ):
         return None
     rows = work.filter(pl.col("launch_ns").is_null())
-    own = _own_window(rows)
+    own = _own_window(rows, timeline)
     return None if own is None else BeforeFirstStep(kernels=rows.height, breakdown=own)

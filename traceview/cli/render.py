@@ -10,21 +10,26 @@ from typing import Any
 
 from traceview import __version__
 from traceview.analysis import Breakdown, RankReport
+from traceview.analysis.breakdown import METRICS
 from traceview.cli.text import aligned
 from traceview.runner import Failure
 
 SCHEMA_VERSION = 1
-METRICS = ("window", "compute", "comm", "overlap", "exposed_comm", "compute_only", "idle")
 
 
-def _us(ns: int) -> float:
-    return ns / 1000.0
+def _us(ns: int | None) -> float | None:
+    return None if ns is None else ns / 1000.0
 
 
 def breakdown_json(b: Breakdown) -> dict[str, Any]:
-    out: dict[str, Any] = {f"{m}_us": _us(getattr(b, f"{m}_ns")) for m in METRICS}
+    out: dict[str, Any] = {f"{m}_us": _us(b.ns(m)) for m in METRICS}
     out["overlap_pct"] = b.overlap_pct
     return out
+
+
+def caveats(r: RankReport) -> str:
+    """The rank's notes that say a figure may mislead, on one line."""
+    return " | ".join(n.message for n in r.notes if n.caveat)
 
 
 def rank_json(r: RankReport, steps: set[int] | None) -> dict[str, Any]:
@@ -95,7 +100,15 @@ def to_json(
     return json.dumps(doc, indent=2) + "\n"
 
 
-CSV_COLUMNS = ["trace", "rank", "world_size", "step", *(f"{m}_us" for m in METRICS), "overlap_pct"]
+CSV_COLUMNS = [
+    "trace",
+    "rank",
+    "world_size",
+    "step",
+    *(f"{m}_us" for m in METRICS),
+    "overlap_pct",
+    "caveats",
+]
 
 
 def to_csv(reports: Sequence[RankReport], steps: set[int] | None) -> str:
@@ -109,8 +122,12 @@ def to_csv(reports: Sequence[RankReport], steps: set[int] | None) -> str:
             metrics = breakdown_json(b)
             writer.writerow(
                 [str(r.trace), _blank(r.rank), _blank(r.world_size), step]
-                + [f"{metrics[f'{m}_us']:.3f}" for m in METRICS]
+                + [
+                    _blank(v if v is None else f"{v:.3f}")
+                    for v in (metrics[f"{m}_us"] for m in METRICS)
+                ]
                 + [_blank(None if b.overlap_pct is None else round(b.overlap_pct, 3))]
+                + [caveats(r)]
             )
     return buf.getvalue()
 
@@ -153,11 +170,11 @@ def _rank_table(r: RankReport, steps: set[int] | None) -> str:
             size += f" ({c.bytes_known} of {c.count} sized)"
         lines.append(f"  {c.collective}: {c.count} calls, {c.total_ns / 1e6:,.3f} ms, {size}")
     for n in r.notes:
-        lines.append(f"  {'warning' if n.lossy else 'note'}: {n.message}")
+        lines.append(f"  {'warning' if n.lossy else 'caveat' if n.caveat else 'note'}: {n.message}")
     return "\n".join(lines) + "\n"
 
 
 def _cells(b: Breakdown) -> list[str]:
-    cells = [f"{getattr(b, f'{m}_ns') / 1e6:,.3f}" for m in METRICS]
+    cells = ["unknown" if (v := b.ns(m)) is None else f"{v / 1e6:,.3f}" for m in METRICS]
     cells.append("-" if b.overlap_pct is None else f"{b.overlap_pct:.1f}")
     return cells

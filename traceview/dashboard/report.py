@@ -33,8 +33,9 @@ def report_chart(jobs: list[JobReport]) -> alt.VConcatChart:
         if scaling.height
         else []
     )
+    caveats += [line for job in jobs for line in _rank_caveats(job)]
     if caveats:
-        sections.append(charts.caveats_chart(caveats, "Caveats on the scaling figures"))
+        sections.append(charts.caveats_chart(caveats, "Caveats"))
     for job in jobs:
         name = str(job.folder or job.ranks[0].trace)
         overlap = overlap_frame(job)
@@ -55,6 +56,17 @@ def report_chart(jobs: list[JobReport]) -> alt.VConcatChart:
         .resolve_legend(color="independent")
         .properties(title="traceview report")
     )
+
+
+def _rank_caveats(job: JobReport) -> list[str]:
+    """Each caveat note of a job's ranks once, with the ranks it holds for."""
+    ranks: dict[str, list[str]] = {}
+    for r in job.ranks:
+        for note in r.notes:
+            if note.caveat:
+                ranks.setdefault(note.message, []).append(str(r.rank))
+    name = str(job.folder or job.ranks[0].trace)
+    return [f"{name} (ranks {', '.join(who)}): {msg}" for msg, who in ranks.items()]
 
 
 def report_html(jobs: list[JobReport]) -> str:

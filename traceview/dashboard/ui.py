@@ -50,6 +50,6 @@ def pick_run(label: str = "run") -> tuple[str, JobReport] | None:
         )
     for r in job.ranks:
         for note in r.notes:
-            if note.lossy:
+            if note.lossy or note.caveat:
                 st.warning(f"{r.trace.name}: {note.message}")
     return choice, job

@@ -7,7 +7,7 @@ import polars as pl
 from traceview.model import messages
 from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
 from traceview.model.messages import trace_groups
-from traceview.model.names import COMM_KERNEL, collective_of
+from traceview.model.names import COMM_KERNEL, GPU_COLLECTIVE_SPAN, collective_of
 from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
@@ -17,6 +17,17 @@ DEVICE_CATS = ["kernel", "memcpy", "memset"]
 
 def has_gpu_activity(trace: Trace) -> bool:
     return trace.events.filter(pl.col("cat").is_in(DEVICE_CATS)).height > 0
+
+
+def launches_gpu_work(trace: Trace) -> bool:
+    """Whether the CPU side launched GPU work (runtime calls, NCCL collectives), recorded or not."""
+    name = pl.col("name").cast(pl.String)
+    return (
+        trace.events.filter(
+            (pl.col("cat") == "runtime") | name.str.contains(GPU_COLLECTIVE_SPAN)
+        ).height
+        > 0
+    )
 
 
 def launches_recorded(device: pl.DataFrame) -> bool:

@@ -13,6 +13,14 @@ COMM_KERNEL = r"(?i)^(?:void\s+)?(?:nccl|rccl)"
 GLOO_SPAN = r"^gloo:"
 # CPU ops that launch a collective; nested ones describe the same call.
 COMM_CALL = r"^(?:c10d::|record_param_comms$|nccl:|rccl:|_c10d_functional::)"
+# The CPU spans of NCCL/RCCL collectives: a trace that has them launched GPU communication.
+GPU_COLLECTIVE_SPAN = r"^(?:nccl|rccl):"
+# Kernel names that may be communication a trace's own collectives library runs (custom
+# all-to-all for expert parallelism, NVSHMEM, MSCCL++, ...): offered to --comm-pattern.
+MAYBE_COMM_KERNEL = (
+    r"(?i)all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|alltoall|a2a|broadcast|"
+    r"send|recv|dispatch|combine|comm|nvshmem|mscclpp|deep_?ep|ep::|p2p"
+)
 # Ops and spans that only wait for communication (c10d::wait, wait_tensor, FSDP's
 # "post_backward_rs_wait (...)"); a wait is never compute.
 WAIT_OP = r"(?i)(?:^|::|\.|_)wait(?:\b|_)|^cudaStreamWaitEvent$"

@@ -9,7 +9,8 @@ import polars as pl
 
 from traceview.errors import Note
 from traceview.model.cpu import cpu_intervals
-from traceview.model.gpu import gpu_intervals, has_gpu_activity
+from traceview.model.gpu import gpu_intervals, has_gpu_activity, launches_gpu_work
+from traceview.model.notes import timeline_notes
 from traceview.model.schema import INTERVALS_SCHEMA
 from traceview.model.steps import step_spans
 from traceview.parse import Trace
@@ -26,6 +27,8 @@ class Timeline:
     intervals: pl.DataFrame
     step_spans: pl.DataFrame  # step, span_start_ns, span_end_ns
     notes: tuple[Note, ...]
+    # False for GPU work profiled without GPU activity: its communication cannot be seen.
+    comm_measured: bool = True
 
 
 def build_timeline(trace: Trace, comm_pattern: str | None = None) -> Timeline:
@@ -39,43 +42,12 @@ def build_timeline(trace: Trace, comm_pattern: str | None = None) -> Timeline:
         .cast(INTERVALS_SCHEMA)  # type: ignore[arg-type]
         .sort("ts_ns")
     )
-    notes = [*_notes(trace, mode, spans, intervals)]
+    comm_measured = mode == "gpu" or not launches_gpu_work(trace)
     return Timeline(
-        rank=trace.meta.rank, mode=mode, intervals=intervals, step_spans=spans, notes=tuple(notes)
+        rank=trace.meta.rank,
+        mode=mode,
+        intervals=intervals,
+        step_spans=spans,
+        notes=tuple(timeline_notes(trace, mode, spans, intervals, comm_measured)),
+        comm_measured=comm_measured,
     )
-
-
-def _notes(trace: Trace, mode: Mode, spans: pl.DataFrame, intervals: pl.DataFrame):
-    if spans.height == 0:
-        yield Note(message="no ProfilerStep spans: only whole-trace totals are reported")
-    work = intervals.filter(pl.col("kind") != "other")
-    if mode == "gpu" and work.height and work["launch_ns"].null_count() == work.height:
-        yield Note(
-            message="no kernel's launch is recorded (no runtime events with correlation ids): "
-            "kernels are placed in steps by their start time"
-        )
-    elif mode == "gpu" and spans.height:
-        before = work.filter(pl.col("launch_ns").is_null())
-        if before.height:
-            yield Note(
-                message=f"{before.height:,} kernels were launched before the profiling window "
-                "(their launch is not in the trace): reported as 'before the first step', "
-                "counted in the totals, in no step"
-            )
-        work = work.filter(pl.col("launch_ns").is_not_null())
-    outside = work.filter(pl.col("step").is_null()).height
-    if spans.height and outside:
-        where = "were launched" if mode == "gpu" else "start"
-        yield Note(
-            message=f"{outside:,} intervals {where} outside every profiler step: "
-            "they count in the totals only"
-        )
-    if mode == "cpu":
-        launched = trace.events.filter(
-            pl.col("name").cast(pl.String).str.contains(r"^(?:nccl|rccl):")
-        ).height
-        if launched and work.filter(pl.col("kind") == "comm").height == 0:
-            yield Note(
-                message="the trace launches NCCL collectives but holds no GPU activity "
-                "(profiled without CUDA activities?): communication cannot be measured"
-            )

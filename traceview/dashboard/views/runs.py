@@ -36,7 +36,17 @@ if upload is not None:
             t = report.total
             st.write(f"rank {report.rank} of {report.world_size} · {report.mode}")
             cols = st.columns(4)
-            cols[0].metric("compute ms", f"{t.compute_ns / 1e6:,.3f}")
-            cols[1].metric("comm ms", f"{t.comm_ns / 1e6:,.3f}")
-            cols[2].metric("exposed ms", f"{t.exposed_comm_ns / 1e6:,.3f}")
+            for col, (label, value) in zip(
+                cols,
+                [
+                    ("compute ms", t.compute_ns),
+                    ("comm ms", t.comm_ns),
+                    ("exposed ms", t.exposed_comm_ns),
+                ],
+                strict=False,
+            ):
+                col.metric(label, "unknown" if value is None else f"{value / 1e6:,.3f}")
             cols[3].metric("overlap", "-" if t.overlap_pct is None else f"{t.overlap_pct:.1f}%")
+            for note in report.notes:
+                if note.caveat or note.lossy:
+                    st.warning(note.message)

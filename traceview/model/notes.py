@@ -1,0 +1,81 @@
+"""What the reader of a rank's timeline must know: steps that could not be told apart, work
+outside every step, and communication that is missing or cannot be measured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import polars as pl
+
+from traceview.errors import Note
+from traceview.model.names import MAYBE_COMM_KERNEL
+from traceview.parse import Trace
+
+SUGGESTED_KERNELS = 3
+
+
+def timeline_notes(
+    trace: Trace, mode: str, spans: pl.DataFrame, intervals: pl.DataFrame, comm_measured: bool
+) -> Iterator[Note]:
+    if spans.height == 0:
+        yield Note(message="no ProfilerStep spans: only whole-trace totals are reported")
+    work = intervals.filter(pl.col("kind") != "other")
+    if mode == "gpu" and work.height and work["launch_ns"].null_count() == work.height:
+        yield Note(
+            message="no kernel's launch is recorded (no runtime events with correlation ids): "
+            "kernels are placed in steps by their start time",
+            severity="caveat",
+        )
+    elif mode == "gpu" and spans.height:
+        before = work.filter(pl.col("launch_ns").is_null())
+        if before.height:
+            yield Note(
+                message=f"{before.height:,} kernels were launched before the profiling window "
+                "(their launch is not in the trace): reported as 'before the first step', "
+                "counted in the totals, in no step"
+            )
+        work = work.filter(pl.col("launch_ns").is_not_null())
+    outside = work.filter(pl.col("step").is_null()).height
+    if spans.height and outside:
+        where = "were launched" if mode == "gpu" else "start"
+        yield Note(
+            message=f"{outside:,} intervals {where} outside every profiler step: "
+            "they count in the totals only"
+        )
+    if not comm_measured:
+        yield Note(
+            message="the trace launches GPU work but holds no GPU activity (profiled without "
+            "CUDA activities?): communication cannot be measured, so comm, overlap, exposed "
+            "communication and idle are unknown; compute is the CPU ops' time",
+            severity="caveat",
+        )
+    elif (trace.meta.world_size or 0) > 1 and not (intervals["kind"] == "comm").any():
+        yield _no_communication(trace.meta.world_size, mode, intervals)
+
+
+def _no_communication(world_size: int | None, mode: str, intervals: pl.DataFrame) -> Note:
+    """A rank of a multi-rank job with no communication found: say so, and offer the kernels
+    most likely to be the communication a custom library runs."""
+    message = (
+        f"world size {world_size} but no communication was found: communication figures are 0 "
+        "and overlap is undefined; if the job's collectives run in kernels or spans not named "
+        "nccl*/rccl*/gloo:*, name them with --comm-pattern REGEX"
+    )
+    if mode == "gpu":
+        kernels = (
+            intervals.filter(pl.col("kind") == "compute")
+            .group_by(name=pl.col("name").cast(pl.String))
+            .agg(ms=(pl.col("end_ns") - pl.col("ts_ns")).sum() / 1e6)
+            .sort("ms", descending=True)
+        )
+        likely = kernels.filter(pl.col("name").str.contains(MAYBE_COMM_KERNEL))
+        shown = (likely if likely.height else kernels).head(SUGGESTED_KERNELS)
+        if shown.height:
+            what = "kernels that could be communication" if likely.height else "kernels"
+            names = ", ".join(f"{_short(n)} ({ms:,.3f} ms)" for n, ms in shown.iter_rows())
+            message += f" (longest-running {what}: {names})"
+    return Note(message=message, severity="caveat")
+
+
+def _short(name: str, limit: int = 60) -> str:
+    return name if len(name) <= limit else name[: limit - 1] + "…"
