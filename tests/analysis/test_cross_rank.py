@@ -134,3 +134,5 @@ def test_not_aligned_is_said_in_every_format(tmp_path, fmt):
     else:
         assert "do not hold together" in result.out
         assert ("NOT ALIGNED" in result.out) == (fmt == "table")
+    calls = traceview("collectives", tmp_path, "--format", "json" if fmt == "json" else "table")
+    assert "do not hold together" in calls.out

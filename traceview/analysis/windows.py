@@ -38,9 +38,8 @@ def _comm(rows: pl.DataFrame, timeline: Timeline) -> IntervalSet | None:
     return _set(rows.filter(pl.col("kind") == "comm")) if timeline.comm_measured else None
 
 
-def _own_window(rows: pl.DataFrame, timeline: Timeline) -> Breakdown | None:
-    """The breakdown of `rows` alone, in the window spanned by their compute and comm."""
-    spanning = rows.filter(pl.col("kind").is_in(WINDOW_KINDS))
+def _spanned(rows: pl.DataFrame, spanning: pl.DataFrame, timeline: Timeline) -> Breakdown | None:
+    """The breakdown of `rows` alone, from the first start to the last end of `spanning`."""
     if spanning.height == 0:
         return None
     return breakdown(
@@ -51,6 +50,11 @@ def _own_window(rows: pl.DataFrame, timeline: Timeline) -> Breakdown | None:
     )
 
 
+def _own_window(rows: pl.DataFrame, timeline: Timeline) -> Breakdown | None:
+    """The breakdown of `rows` alone, in the window spanned by their compute and comm."""
+    return _spanned(rows, rows.filter(pl.col("kind").is_in(WINDOW_KINDS)), timeline)
+
+
 def _work(timeline: Timeline) -> pl.DataFrame:
     return timeline.intervals.filter(pl.col("kind") != "other")
 
@@ -58,14 +62,7 @@ def _work(timeline: Timeline) -> pl.DataFrame:
 def total_breakdown(timeline: Timeline) -> Breakdown | None:
     """The whole trace: from the first start to the last end of any compute, comm or memory work."""
     work = _work(timeline)
-    if work.height == 0:
-        return None
-    return breakdown(
-        _set(work.filter(pl.col("kind") == "compute")),
-        _comm(work, timeline),
-        int(work["ts_ns"].min()),  # type: ignore[arg-type]
-        int(work["end_ns"].max()),  # type: ignore[arg-type]
-    )
+    return _spanned(work, work, timeline)
 
 
 def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:

@@ -10,6 +10,7 @@ import polars as pl
 
 from traceview import __version__
 from traceview.analysis.comm_summary import AlphaBetaFit
+from traceview.analysis.cross_rank import RankAlignment
 from traceview.analysis.job import JobReport
 from traceview.cli.render import SCHEMA_VERSION
 from traceview.cli.text import aligned
@@ -134,6 +135,10 @@ def collectives_json(jobs: Sequence[JobReport], steps: set[int] | None) -> str:
                     for t in r.backward_tails
                     if steps is None or t.step in steps
                 ],
+                "aligned": job.cross_rank is not None and job.cross_rank.aligned,
+                "not_aligned_reason": job.cross_rank.reason
+                if job.cross_rank is not None and not job.cross_rank.aligned
+                else None,
                 "fits_on": job.fit_on,
                 "fits": [fit_json(f, _median_bytes(job, f.collective)) for f in job.fits],
             }
@@ -177,6 +182,10 @@ def collectives_table(jobs: Sequence[JobReport], steps: set[int] | None) -> str:
                         f"  rank {r.rank} step {t.step}: backward tail {t.tail_ns / 1e6:,.3f} ms "
                         "(end of backward compute -> end of the last gradient collective)"
                     )
+        if job.cross_rank is not None and not job.cross_rank.aligned:
+            lines.append(
+                f"  no wait/transfer split: the ranks are not aligned ({job.cross_rank.reason})"
+            )
         basis = (
             "transfer times (after cross-rank alignment)"
             if job.fit_on == "transfer"
@@ -223,6 +232,17 @@ def _aligned(table: pl.DataFrame) -> list[str]:
     return aligned(rows)
 
 
+def _alignment(a: RankAlignment) -> dict[str, Any]:
+    return {
+        "rank": a.rank,
+        "clock_offset_us": a.offset_ns / 1000,
+        "residual_us": a.residual_ns / 1000,
+        "wait_us": a.wait_ns / 1000,
+        "transfer_us": a.transfer_ns / 1000,
+        "last_arrivals": a.last_arrivals,
+    }
+
+
 def ranks_json(jobs: Sequence[JobReport]) -> str:
     out = []
     for job in jobs:
@@ -239,17 +259,7 @@ def ranks_json(jobs: Sequence[JobReport]) -> str:
                 "rejected_matches": cross.rejected if cross else 0,
                 "unmatched_calls": cross.unmatched if cross else 0,
                 "straggler": cross.straggler if cross else None,
-                "per_rank": [
-                    {
-                        "rank": a.rank,
-                        "clock_offset_us": a.offset_ns / 1000,
-                        "residual_us": a.residual_ns / 1000,
-                        "wait_us": a.wait_ns / 1000,
-                        "transfer_us": a.transfer_ns / 1000,
-                        "last_arrivals": a.last_arrivals,
-                    }
-                    for a in (cross.ranks if cross else ())
-                ],
+                "per_rank": [_alignment(a) for a in (cross.ranks if cross else ())],
                 "step_skew": [
                     {
                         "step": s.step,
@@ -293,12 +303,7 @@ def ranks_csv(jobs: Sequence[JobReport]) -> str:
             {
                 "job": str(job.folder),
                 "aligned": True,
-                "rank": a.rank,
-                "clock_offset_us": a.offset_ns / 1000,
-                "residual_us": a.residual_ns / 1000,
-                "wait_us": a.wait_ns / 1000,
-                "transfer_us": a.transfer_ns / 1000,
-                "last_arrivals": a.last_arrivals,
+                **_alignment(a),
                 "straggler": a.rank == cross.straggler,
                 "reason": cross.reason,
             }
