@@ -151,7 +151,8 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
         caveats = []
         if times is not None and times.noisy:
             caveats.append(
-                f"noisy: step times vary {times.spread:.1f}× ({times.min_s:.3f}–"
+                f"noisy: step times vary {times.spread:.{2 if times.spread < 2 else 1}f}× "
+                f"({times.min_s:.3f}–"
                 f"{times.max_s:.3f} s over {times.count} {times.source})"
             )
         rows.append(
