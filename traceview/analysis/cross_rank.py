@@ -217,11 +217,12 @@ def match_by_end_times(keyed: pl.DataFrame, ranks: list[int], shared_clock: bool
     partners: list[pl.DataFrame] = []
     for rank in ranks[1:]:
         mine = keyed.filter(pl.col("rank") == rank).with_columns(_step=pl.col("step").fill_null(-1))
+        count = ref.group_by(on).len().join(mine.group_by(on).len(), on=on)
+        if int((count["len"] * count["len_right"]).sum()) > MAX_END_TIME_PAIRS:
+            return keyed.clear().with_columns(match=pl.lit(0, pl.UInt32))  # too many to weigh
         pairs = ref.select(*on, "index", "size_key", "end_ns", "dur_ns").join(
             mine.select(*on, "index", "size_key", "end_ns", "dur_ns"), on=on, suffix="_r"
         )
-        if pairs.height > MAX_END_TIME_PAIRS:
-            return keyed.clear().with_columns(match=pl.lit(0, pl.UInt32))
         pairs = pairs.filter(
             pl.col("size_key").is_null()
             | pl.col("size_key_r").is_null()
@@ -292,8 +293,10 @@ def align(calls: pl.DataFrame, shared_clock: bool = False) -> CrossRank | None:
     judged = _judge(matched, ranks, shared_clock)
     method, note = _method(matched) if matched.height else "order", None
     # GPU kernels end together, which pairs calls on their own: where the keys are the calls'
-    # order (which a trace missing calls shifts), keep whichever pairing more matches hold in.
-    if not judged.holds or candidates == 0 or method != "sequence numbers":
+    # order (which a trace missing calls shifts) and some calls found no partner or no match,
+    # keep whichever pairing more matches hold in.
+    troubled = judged.held < judged.judged or matched.height < keyed.height
+    if not judged.holds or candidates == 0 or (method != "sequence numbers" and troubled):
         by_ends = match_by_end_times(keyed, ranks, shared_clock)
         if by_ends.height and by_ends["on_device"].all():
             again = _judge(by_ends, ranks, shared_clock)
