@@ -5,11 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-# Exit codes shared by every command: 0 clean, 1 results written but some input was lost or
-# skipped (see the notes), 2 nothing could be analysed (usage or unreadable input).
+# Exit codes shared by every command (README "Exit codes and errors"): 0 clean, 1 results
+# written but some input was lost or skipped (see the notes), 2 bad input or usage, 3 an internal
+# error (a bug), 130 interrupted.
 EXIT_OK = 0
 EXIT_DATA_LOSS = 1
 EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters escaped (a file name may hold a newline)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class TraceviewError(Exception):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from traceview.analysis.report import RankReport
 from traceview.errors import TraceviewError
+from traceview.parse.source import STDIN
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = {"run.json", "index.json"}  # the harness's own records live beside its traces
@@ -28,7 +29,9 @@ def resolve(paths: Sequence[str | Path]) -> list[TraceGroup]:
     groups = []
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        if str(raw) == STDIN:
+            groups.append(TraceGroup(path, (path,), is_folder=False))
+        elif path.is_dir():
             files = tuple(
                 sorted(
                     p

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -11,7 +12,8 @@ from pathlib import Path
 
 from traceview.analysis.report import RankReport, analyze_trace
 from traceview.errors import NotATraceError, TraceviewError
-from traceview.parse.source import ProgressFn
+from traceview.parse.source import ProgressFn, is_stream
+from traceview.parse.stream import MAX_EVENT_BYTES
 
 
 @dataclass(frozen=True)
@@ -19,40 +21,61 @@ class Failure:
     path: Path
     message: str
     not_a_trace: bool = False  # well-formed JSON of another kind
+    internal: str | None = None  # a bug, not bad input: its traceback
 
 
 Outcome = RankReport | Failure
 DoneFn = Callable[[int, int, Outcome], None]  # (finished so far, total, what finished)
 
 
-def _analyze_one(
-    path: Path, comm_pattern: str | None, keep_intervals: bool, progress: ProgressFn | None = None
-) -> Outcome:
+@dataclass(frozen=True, kw_only=True)
+class Options:
+    """What every trace of one command is analysed with (analysis/report.py analyze_trace)."""
+
+    comm_pattern: str | None = None
+    keep_intervals: bool = False
+    max_event_bytes: int = MAX_EVENT_BYTES
+
+
+def _analyze_one(path: Path, options: Options, progress: ProgressFn | None = None) -> Outcome:
     try:
         return analyze_trace(
-            path, comm_pattern=comm_pattern, progress=progress, keep_intervals=keep_intervals
+            path,
+            comm_pattern=options.comm_pattern,
+            progress=progress,
+            keep_intervals=options.keep_intervals,
+            max_event_bytes=options.max_event_bytes,
         )
     except TraceviewError as e:
         return Failure(path, e.message, isinstance(e, NotATraceError))
     except MemoryError:
         return Failure(path, f"{path}: out of memory while analysing")
+    except Exception as e:  # a bug: this trace fails, the others are still analysed
+        return Failure(
+            path,
+            f"{path}: internal error: {type(e).__name__}: {e} (a bug in traceview; --debug "
+            "shows where)",
+            internal=traceback.format_exc(),
+        )
 
 
 def analyze_many(
     paths: Sequence[Path],
     *,
-    comm_pattern: str | None = None,
-    keep_intervals: bool = False,
+    options: Options = Options(),
     jobs: int | None = None,
     on_done: DoneFn | None = None,
     progress: ProgressFn | None = None,
 ) -> list[Outcome]:
-    """Outcomes in the order of `paths`. A single trace is analysed in this process."""
+    """Outcomes in the order of `paths`. A single trace, or any stream among them (standard
+    input, a pipe: only this process can read it), is analysed in this process."""
     workers = max(1, min(len(paths), jobs or os.cpu_count() or 1))
+    if any(is_stream(p) for p in paths):
+        workers = 1
     if workers == 1:
         outcomes: list[Outcome] = []
         for i, path in enumerate(paths):
-            outcomes.append(_analyze_one(path, comm_pattern, keep_intervals, progress))
+            outcomes.append(_analyze_one(path, options, progress))
             if on_done:
                 on_done(i + 1, len(paths), outcomes[-1])
         return outcomes
@@ -60,10 +83,7 @@ def analyze_many(
     # spawn, not fork: polars' thread pools do not survive a fork.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {
-            pool.submit(_analyze_one, p, comm_pattern, keep_intervals): i
-            for i, p in enumerate(paths)
-        }
+        futures = {pool.submit(_analyze_one, p, options): i for i, p in enumerate(paths)}
         for done, future in enumerate(as_completed(futures), start=1):
             i = futures[future]
             results[i] = future.result()

@@ -52,7 +52,7 @@ def test_json_schema(gpu_trace, capsys):
     assert set(before) == TOTAL_KEYS | {"step", "before_first_step", "kernels"}
     assert (before["step"], before["before_first_step"], before["kernels"]) == (None, True, 1)
     assert before["window_us"] == 35.0 and before["compute_us"] == 35.0
-    assert set(s1) == TOTAL_KEYS | {"step", "before_first_step"}
+    assert set(s1) == TOTAL_KEYS | {"step", "before_first_step", "partial"}
     assert (s1["step"], s1["before_first_step"]) == (1, False)
     assert s1["overlap_pct"] == pytest.approx(600 / 7)
     assert s2["overlap_pct"] is None  # no communication: undefined, not 0

@@ -197,7 +197,7 @@ def test_truncated_trace_keeps_the_complete_events(tmp_path, cut):
     assert 0 < kept < 200
     assert trace.events["name"].cast(str).to_list() == [f"aten::op{i}" for i in range(kept)]
     (note,) = [n for n in trace.notes if n.lossy]
-    assert "truncated" in note.message and f"kept {kept:,} complete events" in note.message
+    assert "cut short" in note.message and f"kept {kept:,} complete events" in note.message
 
 
 def test_truncated_gzip_keeps_the_complete_events(tmp_path):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -11,6 +11,7 @@ from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.collective_summary import CollectiveSummary, collective_summaries
 from traceview.analysis.collectives import collective_calls
 from traceview.analysis.comm_summary import BackwardTail, backward_tails
+from traceview.analysis.truncation import partial_steps
 from traceview.analysis.windows import (
     BeforeFirstStep,
     StepBreakdown,
@@ -22,6 +23,7 @@ from traceview.errors import Note
 from traceview.model import build_timeline
 from traceview.parse import read_trace
 from traceview.parse.source import ProgressFn
+from traceview.parse.stream import MAX_EVENT_BYTES
 
 _EPOCH_2001_NS = 10**18  # trace clocks past this are already Unix time in ns
 
@@ -57,14 +59,21 @@ def analyze_trace(
     comm_pattern: str | None = None,
     progress: ProgressFn | None = None,
     keep_intervals: bool = False,
+    max_event_bytes: int = MAX_EVENT_BYTES,
 ) -> RankReport:
-    trace = read_trace(path, progress)
+    """`max_event_bytes`: the longest event (or stretch without one) read before giving up."""
+    trace = read_trace(path, progress, max_event_bytes)
     timeline = build_timeline(trace, comm_pattern)
     total = total_breakdown(timeline)
     calls = collective_calls(timeline)
     notes = [*trace.notes, *timeline.notes]
     if total is None:
         notes.append(Note(message="no compute or communication work in the trace"))
+    steps = step_breakdowns(timeline)
+    if trace.truncated:
+        partial, caveat = partial_steps(timeline, steps)
+        steps = [replace(s, partial=s.step in partial) for s in steps]
+        notes.append(caveat)
     return RankReport(
         trace=trace.path,
         host=trace.meta.host_name,
@@ -76,7 +85,7 @@ def analyze_trace(
         truncated=trace.truncated,
         notes=tuple(notes),
         total=total,
-        steps=tuple(step_breakdowns(timeline)),
+        steps=tuple(steps),
         before_first_step=before_first_step(timeline),
         collectives=tuple(collective_summaries(calls)),
         epoch_span_ns=_epoch_span(total, trace.meta.base_time_ns),

@@ -18,6 +18,7 @@ WINDOW_KINDS = ("compute", "comm")
 class StepBreakdown:
     step: int
     breakdown: Breakdown
+    partial: bool = False  # the trace was cut short and this step may be missing work
 
 
 @dataclass(frozen=True, kw_only=True)

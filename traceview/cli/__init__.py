@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from traceview import __version__
 from traceview.cli import analyze, collectives, compare, dashboard, export, ranks
-from traceview.errors import TraceviewError
+from traceview.cli.say import say
+from traceview.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, TraceviewError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,6 +26,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="traceview", description="Where does data-parallel step time go?")
     parser.add_argument("--version", action="version", version=f"traceview {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an internal error (anywhere)"
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     analyze.add_parser(subparsers)
     collectives.add_parser(subparsers)
@@ -31,17 +40,52 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args_in  # anywhere on the line: shows an internal error's traceback
+    args_in = [a for a in args_in if a != "--debug"]
     try:
-        args = build_parser().parse_args(argv)
-        return int(args.run(args))
+        args = build_parser().parse_args(args_in)
+        args.debug = debug
+        with interrupted_by_sigterm():
+            return int(args.run(args))
     except TraceviewError as e:
-        print(f"traceview: error: {e.message}", file=sys.stderr)
+        say("error", e.message)
         return e.exit_code
     except KeyboardInterrupt:
-        print("traceview: interrupted", file=sys.stderr)
-        return 130
+        say("interrupted")
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
-        return 0
+        silence_stdout()  # the reader went away (| head): not an error
+        return EXIT_OK
+    except Exception as e:  # a bug: one line, the traceback only when asked
+        if debug:
+            traceback.print_exc()
+        say("internal error", f"{type(e).__name__}: {e} (a bug in traceview; --debug shows where)")
+        return EXIT_INTERNAL
+
+
+@contextmanager
+def interrupted_by_sigterm() -> Iterator[None]:
+    """SIGTERM ends a command as Ctrl-C does, so partly written files are removed."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (a test runner): leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not complain."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,11 +12,20 @@ import polars as pl
 
 from traceview.analysis import RankReport
 from traceview.analysis.job import JobReport, analyze_job
-from traceview.cli.output import write_output
+from traceview.cli.output import refuse_inputs, write_output
 from traceview.cli.progress import Progress
-from traceview.errors import EXIT_BAD_INPUT, EXIT_DATA_LOSS, EXIT_OK, TraceviewError
-from traceview.inputs import check_one_job, resolve
-from traceview.runner import Failure, analyze_many
+from traceview.cli.say import say
+from traceview.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_DATA_LOSS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    TraceviewError,
+)
+from traceview.inputs import NOT_TRACES, check_one_job, resolve
+from traceview.parse.source import is_stream
+from traceview.parse.stream import MAX_EVENT_BYTES
+from traceview.runner import Failure, Options, analyze_many
 
 
 def add_options(
@@ -32,6 +41,14 @@ def add_options(
         help="also count kernels (or CPU spans) whose names match as communication",
     )
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to use (default: cores)")
+    p.add_argument(
+        "--max-event-mb",
+        type=positive_int,
+        default=MAX_EVENT_BYTES >> 20,
+        metavar="MB",
+        help=f"longest single event read (default {MAX_EVENT_BYTES >> 20}): a longer stretch "
+        "without an event boundary is an error",
+    )
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -62,6 +79,16 @@ def parse_steps(text: str) -> set[int]:
     return steps
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 1 <= value <= 1 << 20:
+        raise argparse.ArgumentTypeError(f"out of range (1 to {1 << 20}): {value}")
+    return value
+
+
 def check_pattern(text: str) -> str:
     try:
         pl.Series([""], dtype=pl.String).str.contains(text)
@@ -85,16 +112,26 @@ def load(args: argparse.Namespace, *, keep_intervals: bool = False) -> Loaded:
     if args.jobs is not None and args.jobs < 1:
         raise TraceviewError("--jobs must be at least 1")
     groups = resolve(args.paths)
-    progress = Progress(args.progress)
     files = [f for g in groups for f in g.files]
-    outcomes = analyze_many(
-        files,
+    records = [g.source / name for g in groups if g.is_folder for name in NOT_TRACES]
+    refuse_inputs(args.output, [*files, *records])
+    progress = Progress(args.progress)
+    streams = [f for f in files if is_stream(f)]
+    if streams:  # read in this process, one by one: say so if nothing arrives for a while
+        progress.say_if_nothing_arrives(streams)
+    options = Options(
         comm_pattern=args.comm_pattern,
         keep_intervals=keep_intervals,
+        max_event_bytes=args.max_event_mb << 20,
+    )
+    outcomes = analyze_many(
+        files,
+        options=options,
         jobs=args.jobs,
         on_done=progress.file_done if len(files) > 1 else None,
-        progress=progress.bytes_read if len(files) == 1 else None,
+        progress=progress.bytes_read if len(files) == 1 or streams else None,
     )
+    progress.stop_waiting()
     if len(files) == 1 and progress.enabled:
         sys.stderr.write("\r" + " " * 50 + "\r")
     by_path = dict(zip(files, outcomes, strict=True))
@@ -106,7 +143,7 @@ def load(args: argparse.Namespace, *, keep_intervals: bool = False) -> Loaded:
             o = by_path[path]
             if isinstance(o, Failure):
                 if o.not_a_trace and g.is_folder:
-                    print(f"traceview: skipped {o.path}: not a profiler trace", file=sys.stderr)
+                    say("skipped", f"{o.path}: not a profiler trace")
                 else:
                     failures.append(o)
         if g.is_folder:
@@ -115,8 +152,11 @@ def load(args: argparse.Namespace, *, keep_intervals: bool = False) -> Loaded:
             jobs.append(analyze_job(g.source if g.is_folder else None, reports))
     if not jobs:
         for failure in failures[:-1]:
-            print(f"traceview: error: {failure.message}", file=sys.stderr)
-        raise TraceviewError(failures[-1].message)
+            _report(failure, args)
+        last = failures[-1]
+        if last.internal and getattr(args, "debug", False):
+            sys.stderr.write(last.internal)
+        raise TraceviewError(last.message, EXIT_INTERNAL if last.internal else EXIT_BAD_INPUT)
     return Loaded(jobs, failures)
 
 
@@ -124,11 +164,19 @@ def finish(text: str, args: argparse.Namespace, loaded: Loaded) -> int:
     """Write the output, then say what failed and what was lost; the exit code follows."""
     write_output(text, args.output)
     for f in loaded.failures:
-        print(f"traceview: error: {f.message}", file=sys.stderr)
+        _report(f, args)
     for r in loaded.reports:
         for n in r.notes:
             if n.lossy:
-                print(f"traceview: warning: {r.trace}: {n.message}", file=sys.stderr)
+                say("warning", f"{r.trace}: {n.message}")
+    if any(f.internal for f in loaded.failures):
+        return EXIT_INTERNAL
     if loaded.failures:
         return EXIT_BAD_INPUT
     return EXIT_DATA_LOSS if any(r.lossy for r in loaded.reports) else EXIT_OK
+
+
+def _report(failure: Failure, args: argparse.Namespace) -> None:
+    if failure.internal and getattr(args, "debug", False):
+        sys.stderr.write(failure.internal)
+    say("error", failure.message)

@@ -15,6 +15,7 @@ from traceview.cli.text import aligned
 from traceview.runner import Failure
 
 SCHEMA_VERSION = 1
+PARTIAL = " (partial)"  # after the step of a trace cut short that may be missing work
 
 
 def _us(ns: int | None) -> float | None:
@@ -45,7 +46,12 @@ def rank_json(r: RankReport, steps: set[int] | None) -> dict[str, Any]:
         "total": breakdown_json(r.total) if r.total else None,
         "steps": _before_json(r, steps)
         + [
-            {"step": s.step, "before_first_step": False, **breakdown_json(s.breakdown)}
+            {
+                "step": s.step,
+                "before_first_step": False,
+                "partial": s.partial,
+                **breakdown_json(s.breakdown),
+            }
             for s in r.steps
             if steps is None or s.step in steps
         ],
@@ -77,12 +83,18 @@ def _before_json(r: RankReport, steps: set[int] | None) -> list[dict[str, Any]]:
     ]
 
 
-def _rows(r: RankReport, steps: set[int] | None, before: str) -> list[tuple[str, Breakdown]]:
+def _rows(
+    r: RankReport, steps: set[int] | None, before: str, partial: str = ""
+) -> list[tuple[str, Breakdown]]:
     """(label, breakdown) per row of one rank: before the first step, each step, the total."""
     rows: list[tuple[str, Breakdown]] = []
     if r.before_first_step is not None and steps is None:
         rows.append((before, r.before_first_step.breakdown))
-    rows += [(str(s.step), s.breakdown) for s in r.steps if steps is None or s.step in steps]
+    rows += [
+        (f"{s.step}{partial if s.partial else ''}", s.breakdown)
+        for s in r.steps
+        if steps is None or s.step in steps
+    ]
     if r.total:
         rows.append(("total", r.total))
     return rows
@@ -161,7 +173,7 @@ def _rank_table(r: RankReport, steps: set[int] | None) -> str:
         f"{who} · {r.backend or 'backend unknown'} · {r.mode} · {r.trace} "
         f"({r.size_bytes / 1e6:,.1f} MB)"
     ]
-    rows = _rows(r, steps, "before first step")
+    rows = _rows(r, steps, "before first step", PARTIAL)
     if rows:
         lines += aligned([list(_HEAD)] + [[name, *_cells(b)] for name, b in rows])
     for c in r.collectives:

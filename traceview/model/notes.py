@@ -17,6 +17,14 @@ SUGGESTED_KERNELS = 3
 def timeline_notes(
     trace: Trace, mode: str, spans: pl.DataFrame, intervals: pl.DataFrame, comm_measured: bool
 ) -> Iterator[Note]:
+    unnumbered = trace.events.filter(
+        pl.col("name").cast(pl.String).str.contains(r"^ProfilerStep#\d{19,}$")
+    ).height
+    if unnumbered:
+        yield Note(
+            message=f"{unnumbered:,} ProfilerStep spans have numbers too long to read: skipped",
+            severity="lossy",
+        )
     if spans.height == 0:
         yield Note(message="no ProfilerStep spans: only whole-trace totals are reported")
     work = intervals.filter(pl.col("kind") != "other")

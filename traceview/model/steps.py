@@ -17,10 +17,11 @@ def step_spans(events: pl.DataFrame) -> pl.DataFrame:
             pl.col("cat").is_in(["user_annotation", "cpu_op"]) & name.str.contains(PROFILER_STEP)
         )
         .select(
-            step=name.str.extract(PROFILER_STEP, 1).cast(pl.Int64),
+            step=name.str.extract(PROFILER_STEP, 1).cast(pl.Int64, strict=False),
             span_start_ns=pl.col("ts_ns"),
             span_end_ns=pl.col("end_ns"),
         )
+        .drop_nulls("step")  # a number too long for int64 (model/notes.py says so)
         .unique("step", keep="first")
         .sort("span_start_ns")
     )

@@ -72,12 +72,12 @@ COMM_ARGS_SCHEMA: dict[str, pl.DataType] = {
 
 
 _INT64_SPAN = 1 << 64
-_INT64_MAX = (1 << 63) - 1
+INT64_MAX = (1 << 63) - 1
 
 
 def _wrap(value: int) -> int:
     """Into int64, keeping identity: ids above 2^63 (written as uint64) wrap to negatives."""
-    if -_INT64_MAX - 1 <= value <= _INT64_MAX:
+    if -INT64_MAX - 1 <= value <= INT64_MAX:
         return value
     return (value + (1 << 63)) % _INT64_SPAN - (1 << 63)
 
@@ -138,14 +138,22 @@ def exact_ns(value: object) -> int | None:
         ns = int(Decimal(value if value.__class__ is not float else repr(value)) * 1000)  # type: ignore[arg-type]
     except (ArithmeticError, ValueError, TypeError):
         return None
-    return ns if -_INT64_MAX <= ns <= _INT64_MAX else None
+    return ns if -INT64_MAX <= ns <= INT64_MAX else None
+
+
+# Times beyond this many microseconds (about 292 years) do not fit int64 nanoseconds.
+MAX_US = INT64_MAX // 1000 - 1
 
 
 def nanoseconds(us: pl.Expr) -> pl.Expr:
     """Microseconds (up to three decimals) -> integer nanoseconds, exactly: the whole
-    microseconds and the fraction apart, as whole * 1000 may exceed float64's exact range."""
+    microseconds and the fraction apart, as whole * 1000 may exceed float64's exact range.
+    Null where the value does not fit (1e300, inf)."""
     whole = us.floor()
-    return whole.cast(pl.Int64) * 1000 + ((us - whole) * 1000).round().cast(pl.Int64)
+    ns = whole.cast(pl.Int64, strict=False) * 1000 + ((us - whole) * 1000).round().cast(
+        pl.Int64, strict=False
+    )
+    return pl.when(us.abs() <= MAX_US).then(ns)
 
 
 def category(raw: pl.Expr) -> pl.Expr:

@@ -98,7 +98,9 @@ PreciseEvent: Any = Union[(PreciseCompleteEvent, MetadataEvent, *_OTHERS)]
 EVENTS = msgspec.json.Decoder(list[AnyEvent])
 PRECISE_EVENTS = msgspec.json.Decoder(list[PreciseEvent])
 STRICT_EVENT = msgspec.json.Decoder(AnyEvent)
-LENIENT_EVENT = msgspec.json.Decoder(AnyEvent, strict=False)  # "7" -> 7 and the like
+LENIENT_EVENT = msgspec.json.Decoder(AnyEvent, strict=False)  # 7.0 -> 7 and the like
+STRICT_PRECISE_EVENT = msgspec.json.Decoder(PreciseEvent)
+LENIENT_PRECISE_EVENT = msgspec.json.Decoder(PreciseEvent, strict=False)
 # Below this many microseconds a float64 timestamp still resolves nanoseconds exactly.
 FLOAT_EXACT_US = 2**53 / 1000 / 2
 

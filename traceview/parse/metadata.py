@@ -23,6 +23,7 @@ class TraceMeta:
     extra: dict[str, Any] = field(default_factory=dict)  # every other top-level key
 
 
+MAX_WORLD = 2**31 - 1  # ranks are int32 in the model
 _KNOWN = {
     "distributedInfo",
     "baseTimeNanoseconds",
@@ -48,7 +49,7 @@ def read_meta(raw: dict[str, Any], notes: list[Note]) -> TraceMeta:
         dist = {}
         notes.append(Note(message="no distributedInfo: rank and world size unknown"))
     rank, world = _whole(dist.get("rank")), _whole(dist.get("world_size"))
-    if dist and (rank is None or world is None or not 0 <= rank < world):
+    if dist and (rank is None or world is None or not 0 <= rank < world <= MAX_WORLD):
         notes.append(
             Note(
                 message=f"distributedInfo rank={dist.get('rank')!r} world_size="

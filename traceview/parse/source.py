@@ -1,89 +1,163 @@
-"""Uncompressed bytes of a trace file, in bounded chunks, whether plain or gzip."""
+"""Uncompressed bytes of a trace, in bounded chunks, whether plain or gzip, from a file or a
+stream (`-` for standard input, a pipe, `<(…)`): opened once, never seeked, gzip told by its
+magic bytes."""
 
 from __future__ import annotations
 
+import stat
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from traceview.errors import TraceviewError
 
 GZIP_MAGIC = b"\x1f\x8b"
 READ_SIZE = 4 << 20  # compressed or plain bytes read per system call
 CHUNK_SIZE = 4 << 20  # uncompressed bytes handed on at once (bounds memory)
+INFLATE_STEP = 256 << 10  # compressed bytes fed at once: where a corrupt stream is reported
+STDIN = "-"
 
-ProgressFn = Callable[[int, int], None]  # (bytes of the file consumed, file size)
+ProgressFn = Callable[[int, int], None]  # (bytes of the input consumed, its size; 0 unknown)
+
+
+def is_stream(path: Path) -> bool:
+    """Standard input, a pipe, a character device: read as it comes, with no size."""
+    if str(path) == STDIN:
+        return True
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 class ByteSource:
-    """Reads one file. After iteration, `cut_short` tells whether a gzip stream ended early."""
+    """Reads one input. After iteration: `cut_short` (a gzip stream ended early),
+    `trailing_bytes` (non-gzip bytes after the end of the compressed stream, ignored)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        try:
-            if path.is_dir():
-                raise TraceviewError(f"{path}: is a folder, expected a trace file")
-            self.size_on_disk = path.stat().st_size
-            with path.open("rb") as f:
-                head = f.read(2)
-        except FileNotFoundError:
-            raise TraceviewError(f"{path}: no such file") from None
-        except PermissionError:
-            raise TraceviewError(f"{path}: permission denied") from None
-        except OSError as e:
-            raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
-        self.compressed = head == GZIP_MAGIC
+        self.stream = is_stream(path)
+        if not self.stream:
+            try:
+                if path.is_dir():
+                    raise TraceviewError(f"{path}: is a folder, expected a trace file")
+                self.size_on_disk = path.stat().st_size
+            except FileNotFoundError:
+                raise TraceviewError(f"{path}: no such file") from None
+            except PermissionError:
+                raise TraceviewError(f"{path}: permission denied") from None
+            except OSError as e:
+                raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
+        else:
+            self.size_on_disk = 0
+        self.compressed = False
         self.cut_short = False
+        self.trailing_bytes = 0
         self.uncompressed_bytes = 0
 
     def chunks(self, progress: ProgressFn | None = None) -> Iterator[bytes]:
-        reader = self._gunzip if self.compressed else self._plain
-        for chunk in reader(progress):
-            self.uncompressed_bytes += len(chunk)
-            yield chunk
+        with self._open() as f:
+            first = self._read(f)
+            self.compressed = first[:2] == GZIP_MAGIC
+            reader = self._gunzip if self.compressed else self._plain
+            for chunk in reader(f, first, progress):
+                self.uncompressed_bytes += len(chunk)
+                yield chunk
 
-    def _open(self):
+    def _open(self) -> BinaryIO:
+        if str(self.path) == STDIN:
+            if sys.stdin is None or sys.stdin.isatty():
+                raise TraceviewError("-: standard input is a terminal; pipe a trace in")
+            return _Borrowed(sys.stdin.buffer)  # type: ignore[return-value]
         try:
-            return self.path.open("rb")
+            f = self.path.open("rb")
+            if self.stream and f.isatty():
+                f.close()
+                raise TraceviewError(f"{self.path}: a terminal; pipe a trace in")
+            return f
+        except FileNotFoundError:
+            raise TraceviewError(f"{self.path}: no such file") from None
+        except PermissionError:
+            raise TraceviewError(f"{self.path}: permission denied") from None
         except OSError as e:
             raise TraceviewError(f"{self.path}: cannot read ({e.strerror or e})") from None
 
-    def _plain(self, progress: ProgressFn | None) -> Iterator[bytes]:
-        with self._open() as f:
-            while block := f.read(CHUNK_SIZE):
-                if progress:
-                    progress(f.tell(), self.size_on_disk)
-                yield block
+    def _read(self, f: BinaryIO) -> bytes:
+        try:
+            return f.read(READ_SIZE)
+        except OSError as e:
+            raise TraceviewError(f"{self.path}: cannot read ({e.strerror or e})") from None
 
-    def _gunzip(self, progress: ProgressFn | None) -> Iterator[bytes]:
+    def _plain(self, f: BinaryIO, block: bytes, progress: ProgressFn | None) -> Iterator[bytes]:
+        consumed = 0
+        while block:
+            consumed += len(block)
+            if progress:
+                progress(consumed, self.size_on_disk)
+            for i in range(0, len(block), CHUNK_SIZE):
+                yield block[i : i + CHUNK_SIZE]
+            block = self._read(f)
+
+    def _gunzip(self, f: BinaryIO, block: bytes, progress: ProgressFn | None) -> Iterator[bytes]:
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         in_member = False  # fed bytes to `inflater` that have not reached a member's end yet
-        consumed = 0
-        with self._open() as f:
-            while block := f.read(READ_SIZE):
-                consumed += len(block)
-                pending = block
+        consumed = 0  # compressed bytes read before `block`
+        while block:
+            for at in range(0, len(block), INFLATE_STEP):
+                pending = block[at : at + INFLATE_STEP]
+                where = consumed + at
                 while pending:
+                    if not in_member and pending[:2] != GZIP_MAGIC[: len(pending[:2])]:
+                        # A whole stream, then bytes that are no gzip member: kept apart.
+                        self.trailing_bytes += len(pending) + self._drain(f, block, at)
+                        return
                     in_member = True
                     try:
                         out = inflater.decompress(pending, CHUNK_SIZE)
                     except zlib.error as e:
                         raise TraceviewError(
-                            f"{self.path}: corrupt gzip data near compressed byte "
-                            f"{consumed:,} ({e})"
+                            f"{self.path}: corrupt gzip data in compressed bytes {where:,}–"
+                            f"{where + len(pending):,} ({e})"
                         ) from None
                     if out:
                         yield out
                     if inflater.eof:
                         # Another gzip member may follow: concatenated .gz files are valid gzip.
                         in_member = False
+                        used = len(pending) - len(inflater.unused_data)
+                        where += used
                         pending = inflater.unused_data
                         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
                     else:
                         pending = inflater.unconsumed_tail
-                if progress:
-                    progress(consumed, self.size_on_disk)
+            consumed += len(block)
+            if progress:
+                progress(consumed, self.size_on_disk)
+            block = self._read(f)
         if in_member:
             if tail := inflater.flush():
                 yield tail
             self.cut_short = not inflater.eof
+
+    def _drain(self, f: BinaryIO, block: bytes, at: int) -> int:
+        """How many bytes follow in the block after `at`'s step and in the rest of the input."""
+        rest = max(0, len(block) - at - INFLATE_STEP)
+        while more := self._read(f):
+            rest += len(more)
+        return rest
+
+
+class _Borrowed:
+    """Standard input as a context manager that does not close it."""
+
+    def __init__(self, f: BinaryIO) -> None:
+        self._f = f
+
+    def __enter__(self) -> BinaryIO:
+        return self._f
+
+    def __exit__(self, *exc: object) -> None:
+        return None

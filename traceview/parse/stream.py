@@ -1,11 +1,17 @@
 """Split the `traceEvents` array of a Chrome/Kineto trace into decoded batches, streaming.
 
 The file is never held whole: each chunk of bytes is cut at the last event boundary
-(`}` `,` `{` at the top level of the array) and decoded on its own. A boundary found inside
-a string would leave an unterminated string on its left, which cannot decode, so a batch that
-decodes is proof that its cut was real; on failure the next boundary to the left is tried.
-What is left when the bytes run out is the last event plus the end of the document; if that
-does not decode, the file was cut short and the complete events before the cut are kept.
+(`}` `,` `{` at the top level of the array) and decoded on its own. A boundary inside a string
+is told apart by the parity of the quotes before it; one inside a nested value leaves a batch
+that cannot decode, and the next boundary to the left is tried. What is left when the bytes run
+out is the last event plus the end of the document; if that does not decode, the file was cut
+short and the complete events before the cut are kept.
+
+The work is bounded whatever the input: the header is looked for in the first MAX_HEADER_BYTES,
+and an event (a stretch without a boundary) may not exceed `max_event_bytes`; each byte is
+scanned a bounded number of times. A batch the fast decoder refuses (a field of an unexpected
+type, nesting deeper than the decoder recurses, bytes that are not UTF-8) is decoded event by
+event, and the events that cannot be read are counted, not fatal.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from traceview.parse.events import (
     EVENTS,
     KNOWN_PHASES,
     LENIENT_EVENT,
+    LENIENT_PRECISE_EVENT,
     PRECISE_EVENTS,
     STRICT_EVENT,
+    STRICT_PRECISE_EVENT,
     Batch,
     needs_precision,
 )
@@ -30,8 +38,11 @@ from traceview.parse.events import (
 _ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_END = re.compile(rb"\}\s*\]")
+_ESCAPED_QUOTE = re.compile(rb'\\+"')
+_BYTE_AT = re.compile(r"\(byte (\d+)\)")
 _WHITESPACE = b" \t\r\n"
 MAX_HEADER_BYTES = 64 << 20  # how far to look for `traceEvents` before calling it "not a trace"
+MAX_EVENT_BYTES = 64 << 20  # the longest event (or stretch without a boundary) read by default
 MAX_CUT_RETRIES = 64
 
 
@@ -50,23 +61,25 @@ class StreamResult:
     metadata: dict[str, Any] = field(default_factory=dict)  # top-level keys other than events
     bare_array: bool = False
     truncated: bool = False
-    lost_bytes: int = 0  # bytes after the last complete event of a cut file
     lost_trailer: bool = False  # the events are whole but the keys after them were cut
     retyped_events: int = 0  # events decoded leniently after a type mismatch
     dropped_events: int = 0  # events whose fields could not be read at all
+    repaired_events: int = 0  # batches whose bytes that are not UTF-8 were replaced
 
 
 class EventStream:
-    def __init__(self, chunks: Iterable[bytes]) -> None:
+    def __init__(self, chunks: Iterable[bytes], max_event_bytes: int = MAX_EVENT_BYTES) -> None:
         self._chunks = chunks
+        self._max_event = max_event_bytes
         self.result = StreamResult()
         self._offset = 0  # file offset of the start of the current buffer
+        self._searched = 0  # buf[:_searched] holds no boundary that cut it (reset on each cut)
+        self._header_searched = 0  # buf[:_header_searched] holds no traceEvents key
 
     def batches(self) -> Iterator[Batch]:
         buf = b""
-        it = iter(self._chunks)
         pos = None  # start of undecoded events in buf; None while reading the header
-        for chunk in it:
+        for chunk in self._chunks:
             buf = buf + chunk if buf else chunk
             if pos is None:
                 pos = self._find_array(buf, at_eof=False)
@@ -74,11 +87,18 @@ class EventStream:
                     continue
             cut = self._last_cut(buf, pos)
             if cut is None:
+                if len(buf) - pos > self._max_event:
+                    raise StreamError(
+                        f"no complete event in the {len(buf) - pos:,} bytes from byte "
+                        f"{self._offset + pos:,}: an event longer than the limit "
+                        f"({self._max_event >> 20} MB; raise it with --max-event-mb) "
+                        "or not a trace"
+                    )
                 continue
             batch, end = cut
             yield batch
             self._offset += end
-            buf, pos = buf[end:], 0
+            buf, pos, self._searched = buf[end:], 0, 0
         if pos is None:
             pos = self._find_array(buf, at_eof=True)
             assert pos is not None
@@ -87,7 +107,9 @@ class EventStream:
     # -- the start ------------------------------------------------------------------------
 
     def _find_array(self, buf: bytes, *, at_eof: bool) -> int | None:
-        start = len(buf) - len(buf.lstrip(_WHITESPACE + b"\xef\xbb\xbf"))
+        if len(buf) > MAX_HEADER_BYTES and not at_eof:
+            self._explain_no_events(buf, at_eof)
+        start = _first_non_blank(buf)
         if start == len(buf):
             if at_eof:
                 raise StreamError("empty file" if not buf else "file holds only white space")
@@ -98,26 +120,33 @@ class EventStream:
             return start + 1
         if first != b"{":
             raise StreamError(f"not JSON (starts with {buf[start : start + 16]!r})")
-        for m in _ARRAY_KEY.finditer(buf, start):
+        # Keys found before were inside strings, and stay so: look only at what is new.
+        for m in _ARRAY_KEY.finditer(buf, max(start, self._header_searched - 64)):
             header = buf[start : m.end()] + b"]}"
             try:
-                meta = msgspec.json.decode(header)
-            except msgspec.DecodeError:
+                meta = _decode_json(header)
+            except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
                 continue  # the key text sat inside a string value; look further
+            if not isinstance(meta, dict):
+                continue
             meta.pop("traceEvents", None)
             self.result.metadata.update(meta)
             return m.end()
-        if at_eof or len(buf) > MAX_HEADER_BYTES:
-            self._explain_no_events(buf, start, at_eof)
+        if at_eof:
+            self._explain_no_events(buf, at_eof)
+        self._header_searched = len(buf)
         return None
 
     @staticmethod
-    def _explain_no_events(buf: bytes, start: int, at_eof: bool) -> None:
+    def _explain_no_events(buf: bytes, at_eof: bool) -> None:
         if not at_eof:
-            raise StreamError("no traceEvents array in the first 64 MB: not a profiler trace")
+            raise StreamError(
+                f"no traceEvents array in the first {MAX_HEADER_BYTES >> 20} MB: "
+                "not a profiler trace"
+            )
         try:
-            msgspec.json.decode(buf[start:])
-        except msgspec.DecodeError:
+            _decode_json(buf)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
             raise StreamError("not valid JSON, and no traceEvents array found") from None
         raise NotATrace("JSON without a traceEvents array: not a profiler trace")
 
@@ -126,15 +155,17 @@ class EventStream:
     def _last_cut(self, buf: bytes, pos: int) -> tuple[Batch, int] | None:
         """Decode buf[pos:] up to its last event boundary; return the batch and the next start."""
         hi = len(buf)
+        lo = max(pos, self._searched - 16)  # boundaries left of here were tried before
         for _ in range(MAX_CUT_RETRIES):
-            close = _rfind_boundary(buf, pos, hi)
+            close = _rfind_boundary(buf, lo, hi, pos)
             if close is None:
+                self._searched = len(buf)
                 return None
             try:
                 # One copy: join reads the memoryview in place.
                 batch = self._decode(b"".join((b"[", memoryview(buf)[pos : close + 1], b"]")))
             except msgspec.DecodeError:
-                hi = close  # a false boundary inside a string, or a broken event: go left
+                hi = close  # a boundary inside a nested value, or a broken event: go left
                 continue
             nxt = _BOUNDARY.match(buf, close)
             assert nxt is not None
@@ -142,33 +173,57 @@ class EventStream:
         raise StreamError(f"invalid JSON in the events near byte {self._offset + pos:,}")
 
     def _decode(self, doc: bytes) -> Batch:
+        """A batch `[...]` of events. msgspec.DecodeError: not valid JSON as a whole."""
         try:
             batch = Batch.of(EVENTS.decode(doc))
-        except msgspec.ValidationError:
-            return self._decode_leniently(msgspec.json.decode(doc))
+        except (msgspec.ValidationError, RecursionError):
+            return self._decode_by_event(doc)
+        except UnicodeDecodeError:
+            self.result.repaired_events += 1
+            return self._decode(doc.decode("utf-8", errors="replace").encode())
         if needs_precision(batch.complete):
             return Batch.of(PRECISE_EVENTS.decode(doc), precise=True)
         return batch
 
-    def _decode_leniently(self, raw_events: list[Any]) -> Batch:
-        """A field had an unexpected type: decode event by event, dropping unreadable ones."""
-        events = []
-        for raw in raw_events:
-            text = msgspec.json.encode(raw)
+    def _decode_by_event(self, doc: bytes) -> Batch:
+        """A field had an unexpected type, or nesting too deep: decode event by event, dropping
+        the ones that cannot be read."""
+        texts = []
+        for text in _event_texts(doc[1:-1]):
             try:
-                events.append(STRICT_EVENT.decode(text))
+                raw = msgspec.json.decode(text)
+            except RecursionError:
+                self.result.dropped_events += 1
                 continue
-            except msgspec.ValidationError:
+            ph = raw.get("ph") if isinstance(raw, dict) else None
+            if isinstance(ph, str) and ph not in KNOWN_PHASES:
+                continue  # a phase outside the Chrome trace format, which nothing here reads
+            texts.append(text)
+        events = self._typed(texts, STRICT_EVENT, LENIENT_EVENT)
+        batch = Batch.of(events)
+        if needs_precision(batch.complete):
+            return Batch.of(
+                self._typed(texts, STRICT_PRECISE_EVENT, LENIENT_PRECISE_EVENT, count=False),
+                precise=True,
+            )
+        return batch
+
+    def _typed(
+        self, texts: list[bytes], strict: Any, lenient: Any, *, count: bool = True
+    ) -> list[Any]:
+        events = []
+        for text in texts:
+            try:
+                events.append(strict.decode(text))
+                continue
+            except (msgspec.ValidationError, RecursionError):
                 pass
             try:
-                events.append(LENIENT_EVENT.decode(text))
-                self.result.retyped_events += 1
-            except msgspec.ValidationError:
-                known = isinstance(raw, dict) and raw.get("ph") in KNOWN_PHASES
-                if known or not isinstance(raw, dict) or "ph" not in raw:
-                    self.result.dropped_events += 1
-                # else: a phase outside the Chrome trace format, which nothing here reads
-        return Batch.of(events)
+                events.append(lenient.decode(text))
+                self.result.retyped_events += count
+            except (msgspec.ValidationError, RecursionError):
+                self.result.dropped_events += count
+        return events
 
     # -- the end --------------------------------------------------------------------------
 
@@ -178,7 +233,7 @@ class EventStream:
         if self.result.bare_array:
             yield from self._finish_array(rest)
             return
-        for m in reversed(list(_ARRAY_END.finditer(rest))):
+        for m in _last(_ARRAY_END, rest):
             try:
                 events = self._decode(b"[" + rest[: m.start() + 1] + b"]")
             except msgspec.DecodeError:
@@ -189,9 +244,8 @@ class EventStream:
         body = rest.lstrip(_WHITESPACE)
         if body.startswith(b"]"):  # an empty event array
             self._read_trailer(body[1:])
-        else:
-            self.result.truncated = True
-            self.result.lost_bytes = len(rest)  # the last event itself is incomplete
+            return
+        self._cut_short(rest, kept=0)
 
     def _finish_array(self, rest: bytes) -> Iterator[Batch]:
         # The Chrome trace format lets the array form omit its closing bracket.
@@ -202,38 +256,128 @@ class EventStream:
             return
         except msgspec.DecodeError:
             pass
-        for m in reversed(list(_BOUNDARY.finditer(rest))):
+        for m in _last(_BOUNDARY, rest):
             try:
                 events = self._decode(b"[" + rest[: m.start() + 1] + b"]")
             except msgspec.DecodeError:
                 continue
             yield events
-            break
-        else:
-            m = None
+            self._cut_short(rest, kept=m.start() + 1)
+            return
+        self._cut_short(rest, kept=0)
+
+    def _cut_short(self, rest: bytes, kept: int) -> None:
+        """The bytes after the last complete event do not decode. Invalid JSON inside them (a
+        NaN, a stray byte) is an error at its offset; otherwise the file was cut short."""
+        tail = rest[kept:].lstrip(_WHITESPACE + b",")
+        where = self._offset + len(rest) - len(tail)
+        try:
+            _decode_json(b"[" + tail)
+        except msgspec.DecodeError as e:
+            at = _BYTE_AT.search(str(e))
+            if at is not None and int(at[1]) < len(tail):  # broken before the end: not a cut
+                raise StreamError(
+                    f"invalid JSON at byte {where + int(at[1]) - 1:,} ({_reason(e)})"
+                ) from None
+        except RecursionError:  # whole, but nested too deep to read: one more dropped event
+            self.result.dropped_events += 1
+            return
+        except UnicodeDecodeError:
+            pass
         self.result.truncated = True
-        self.result.lost_bytes = len(rest) - (m.start() + 1 if m else 0)
 
     def _read_trailer(self, trailer: bytes) -> None:
         """The keys after the events: `, "traceName": "..." }` in a whole file."""
         try:
-            meta = msgspec.json.decode(b'{"traceEvents":[]' + trailer)
-        except msgspec.DecodeError:
+            meta = _decode_json(b'{"traceEvents":[]' + trailer)
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
             if trailer.strip(_WHITESPACE):
                 self.result.truncated = self.result.lost_trailer = True
-                self.result.lost_bytes = len(trailer)
             return
         if isinstance(meta, dict):
             meta.pop("traceEvents", None)
             self.result.metadata.update(meta)
 
 
-def _rfind_boundary(buf: bytes, lo: int, hi: int) -> int | None:
-    """Index of the `}` of the last `}` `,` `{` in buf[lo:hi], or None."""
+def _decode_json(data: bytes) -> Any:
+    return msgspec.json.decode(data)
+
+
+def _reason(error: msgspec.DecodeError) -> str:
+    text = str(error).removeprefix("JSON is malformed: ")
+    return _BYTE_AT.sub("", text).strip()
+
+
+_NON_BLANK = re.compile(rb"[^ \t\r\n\xef\xbb\xbf]")
+
+
+def _first_non_blank(buf: bytes) -> int:
+    m = _NON_BLANK.search(buf)
+    return len(buf) if m is None else m.start()
+
+
+def _last(pattern: re.Pattern[bytes], data: bytes) -> list[re.Match[bytes]]:
+    """The last matches of `pattern`, latest first: at most MAX_CUT_RETRIES of them."""
+    found: list[re.Match[bytes]] = []
+    for m in pattern.finditer(data):
+        found.append(m)
+        if len(found) > MAX_CUT_RETRIES:
+            found.pop(0)
+    return found[::-1]
+
+
+def _quotes(buf: bytes, lo: int, hi: int) -> int:
+    """Unescaped quotes in buf[lo:hi] (a quote after an odd run of backslashes is escaped)."""
+    quotes = buf.count(b'"', lo, hi)
+    if quotes and buf.find(b"\\", max(lo - 64, 0), hi) >= 0:
+        for m in _ESCAPED_QUOTE.finditer(buf, max(lo - 64, 0), hi):
+            if lo <= m.end() - 1 < hi and (len(m[0]) - 1) % 2:
+                quotes -= 1
+    return quotes
+
+
+def _rfind_boundary(buf: bytes, lo: int, hi: int, start: int) -> int | None:
+    """Index of the `}` of the last `}` `,` `{` in buf[lo:hi] outside every string (events
+    begin at `start`, outside any), or None. Quote parity is kept while walking left, so each
+    byte is counted once."""
+    before = _quotes(buf, start, hi)  # unescaped quotes in buf[start:hi]
     while True:
         close = buf.rfind(b"}", lo, hi)
         if close < 0:
             return None
-        if _BOUNDARY.match(buf, close):
+        before -= _quotes(buf, close, hi)
+        if before % 2 == 0 and _BOUNDARY.match(buf, close):
             return close
         hi = close
+
+
+def _event_texts(inner: bytes) -> Iterator[bytes]:
+    """The events of a batch's inner bytes, one text each: split at the boundaries outside
+    strings; a piece that does not parse alone (the boundary sat in a nested value) is joined
+    with the next until it does."""
+    start = 0  # where the current event's text begins
+    quotes = 0  # unescaped quotes in inner[start:at]
+    at = 0
+    for m in _BOUNDARY.finditer(inner):
+        quotes += _quotes(inner, at, m.start())
+        at = m.start()
+        if quotes % 2 or not _complete(inner[start : m.start() + 1]):
+            continue
+        yield inner[start : m.start() + 1]
+        start = at = m.end() - 1
+        quotes = 0
+    last = inner[start:]
+    if last.strip(_WHITESPACE):
+        if not _complete(last):
+            raise msgspec.DecodeError("an event does not parse")
+        yield last
+
+
+def _complete(text: bytes) -> bool:
+    try:
+        _decode_json(text)
+    except msgspec.DecodeError:
+        return False
+    except RecursionError:
+        return True  # whole, but nested too deep to read: dropped by the caller
+    return True

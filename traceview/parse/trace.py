@@ -11,6 +11,7 @@ from traceview.errors import NotATraceError, Note, TraceviewError
 from traceview.parse.columns import (
     BATCH_SCHEMA,
     COMM_ARGS_SCHEMA,
+    INT64_MAX,
     category,
     complete_events,
     nanoseconds,
@@ -18,7 +19,7 @@ from traceview.parse.columns import (
 )
 from traceview.parse.metadata import TraceMeta, read_meta
 from traceview.parse.source import ByteSource, ProgressFn
-from traceview.parse.stream import EventStream, NotATrace, StreamError
+from traceview.parse.stream import MAX_EVENT_BYTES, EventStream, NotATrace, StreamError
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,10 +36,14 @@ class Trace:
     truncated: bool
 
 
-def read_trace(path: str | Path, progress: ProgressFn | None = None) -> Trace:
+def read_trace(
+    path: str | Path,
+    progress: ProgressFn | None = None,
+    max_event_bytes: int = MAX_EVENT_BYTES,
+) -> Trace:
     path = Path(path)
     source = ByteSource(path)
-    stream = EventStream(source.chunks(progress))
+    stream = EventStream(source.chunks(progress), max_event_bytes)
     frames: list[pl.DataFrame] = []
     comm_frames: list[pl.DataFrame] = []
     names: dict[tuple[int, int], list[str]] = {}
@@ -60,10 +65,26 @@ def read_trace(path: str | Path, progress: ProgressFn | None = None) -> Trace:
     result = stream.result
     truncated = result.truncated or source.cut_short
     if truncated:
-        notes.append(_truncation_note(source, result.lost_bytes, result.lost_trailer, rows))
+        notes.append(_truncation_note(source, result.lost_trailer, rows))
+    if source.trailing_bytes:
+        notes.append(
+            Note(
+                message=f"{source.trailing_bytes:,} bytes after the end of the gzip stream are "
+                "not gzip data: ignored",
+                severity="lossy",
+            )
+        )
     if result.retyped_events:
         notes.append(
             Note(message=f"{result.retyped_events:,} events had fields of unexpected types")
+        )
+    if result.repaired_events:
+        notes.append(
+            Note(
+                message=f"{result.repaired_events:,} batches of events held bytes that are not "
+                "UTF-8: they were replaced (U+FFFD)",
+                severity="lossy",
+            )
         )
     if result.dropped_events:
         notes.append(
@@ -85,11 +106,18 @@ def read_trace(path: str | Path, progress: ProgressFn | None = None) -> Trace:
     )
 
 
-def _truncation_note(source: ByteSource, lost: int, lost_trailer: bool, kept: int) -> Note:
-    what = "the keys after the events" if lost_trailer else "an incomplete last event"
+def _truncation_note(source: ByteSource, lost_trailer: bool, kept: int) -> Note:
+    at = f"trace is cut short at byte {source.uncompressed_bytes:,}"
+    if source.cut_short:
+        at += " (its gzip stream ends early)"
+    if lost_trailer:
+        return Note(
+            message=f"{at}, after its events: the keys that followed them are missing",
+            severity="lossy",
+        )
     return Note(
-        message=f"trace is truncated at byte {source.uncompressed_bytes:,}: kept {kept:,} complete "
-        f"events, lost {lost:,} bytes ({what})",
+        message=f"{at}, inside an event: kept {kept:,} complete events; the event cut and "
+        "everything the file held after it are missing",
         severity="lossy",
     )
 
@@ -102,12 +130,17 @@ def _finish_events(frames: list[pl.DataFrame], notes: list[Note]) -> pl.DataFram
         ts_ns=pl.coalesce("ts_exact_ns", nanoseconds(pl.col("ts_us"))),
         dur_ns=nanoseconds(pl.col("dur_us")),
     )
-    missing = events.filter(pl.col("ts_ns").is_null() | pl.col("dur_ns").is_null()).height
     negative = events.filter(pl.col("dur_ns") < 0).height
+    # An end past int64 nanoseconds (ts and dur each in range, their sum not) is unreadable too.
+    events = events.with_columns(
+        pl.when(pl.col("ts_ns") <= INT64_MAX - pl.col("dur_ns").clip(0)).then(pl.col("ts_ns"))
+    )
+    missing = events.filter(pl.col("ts_ns").is_null() | pl.col("dur_ns").is_null()).height
     if missing:
         notes.append(
             Note(
-                message=f"{missing:,} complete events without ts or dur were skipped",
+                message=f"{missing:,} complete events without a readable ts or dur (missing, "
+                "or beyond int64 nanoseconds) were skipped",
                 severity="lossy",
             )
         )
