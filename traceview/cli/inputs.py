@@ -4,7 +4,6 @@ progress, skipping non-trace JSON in folders, and reporting errors and losses at
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from dataclasses import dataclass
 
@@ -15,6 +14,7 @@ from traceview.analysis.job import JobReport, analyze_job
 from traceview.cli.output import refuse_inputs, write_output
 from traceview.cli.progress import Progress
 from traceview.cli.say import say
+from traceview.cli.steps import parse_steps
 from traceview.errors import (
     EXIT_BAD_INPUT,
     EXIT_DATA_LOSS,
@@ -66,19 +66,6 @@ def add_step_filter(p: argparse.ArgumentParser) -> None:
     )
 
 
-def parse_steps(text: str) -> set[int]:
-    steps: set[int] = set()
-    for part in text.split(","):
-        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if not m:
-            raise argparse.ArgumentTypeError(f"not a step list: {text!r} (try 3,5-7)")
-        lo, hi = int(m[1]), int(m[2] or m[1])
-        if hi < lo:
-            raise argparse.ArgumentTypeError(f"empty step range: {part.strip()!r}")
-        steps.update(range(lo, hi + 1))
-    return steps
-
-
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -92,10 +79,21 @@ def positive_int(text: str) -> int:
 def check_pattern(text: str) -> str:
     try:
         pl.Series([""], dtype=pl.String).str.contains(text)
-    except pl.exceptions.ComputeError as e:
-        reason = str(e).strip().splitlines()[-1]
-        raise argparse.ArgumentTypeError(f"invalid regular expression {text!r}: {reason}") from None
+    except pl.exceptions.PolarsError as e:
+        raise argparse.ArgumentTypeError(
+            f"invalid regular expression {text!r}: {_regex_reason(str(e))}"
+        ) from None
     return text
+
+
+def _regex_reason(message: str) -> str:
+    """The regex engine's own reason, out of polars' several-line message."""
+    lines = [line.strip() for line in message.split("This error occurred")[0].splitlines()]
+    said = [line.removeprefix("error: ") for line in lines if line.startswith("error: ")]
+    if said:
+        return said[-1]
+    first = lines[0] if lines else message
+    return first.removeprefix("regex error: ").rstrip(".") or "not a valid pattern"
 
 
 @dataclass

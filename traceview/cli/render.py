@@ -11,6 +11,7 @@ from typing import Any
 from traceview import __version__
 from traceview.analysis import Breakdown, RankReport
 from traceview.analysis.breakdown import METRICS
+from traceview.cli.steps import StepSelection
 from traceview.cli.text import aligned
 from traceview.runner import Failure
 
@@ -33,7 +34,7 @@ def caveats(r: RankReport) -> str:
     return " | ".join(n.message for n in r.notes if n.caveat)
 
 
-def rank_json(r: RankReport, steps: set[int] | None) -> dict[str, Any]:
+def rank_json(r: RankReport, steps: StepSelection | None) -> dict[str, Any]:
     return {
         "trace": str(r.trace),
         "rank": r.rank,
@@ -68,7 +69,7 @@ def rank_json(r: RankReport, steps: set[int] | None) -> dict[str, Any]:
     }
 
 
-def _before_json(r: RankReport, steps: set[int] | None) -> list[dict[str, Any]]:
+def _before_json(r: RankReport, steps: StepSelection | None) -> list[dict[str, Any]]:
     """The kernels launched before the profiling window, as a step entry of their own."""
     before = r.before_first_step
     if before is None or steps is not None:
@@ -84,7 +85,7 @@ def _before_json(r: RankReport, steps: set[int] | None) -> list[dict[str, Any]]:
 
 
 def _rows(
-    r: RankReport, steps: set[int] | None, before: str, partial: str = ""
+    r: RankReport, steps: StepSelection | None, before: str, partial: str = ""
 ) -> list[tuple[str, Breakdown]]:
     """(label, breakdown) per row of one rank: before the first step, each step, the total."""
     rows: list[tuple[str, Breakdown]] = []
@@ -101,7 +102,7 @@ def _rows(
 
 
 def to_json(
-    reports: Sequence[RankReport], failures: Sequence[Failure], steps: set[int] | None
+    reports: Sequence[RankReport], failures: Sequence[Failure], steps: StepSelection | None
 ) -> str:
     doc = {
         "traceview_version": __version__,
@@ -123,7 +124,7 @@ CSV_COLUMNS = [
 ]
 
 
-def to_csv(reports: Sequence[RankReport], steps: set[int] | None) -> str:
+def to_csv(reports: Sequence[RankReport], steps: StepSelection | None) -> str:
     """One row per rank and step (the first, "before_first_step", for kernels launched before
     the profiling window), then one row per rank with step "total"."""
     buf = io.StringIO()
@@ -161,11 +162,11 @@ _HEAD = (
 )
 
 
-def to_table(reports: Sequence[RankReport], steps: set[int] | None) -> str:
+def to_table(reports: Sequence[RankReport], steps: StepSelection | None) -> str:
     return "\n".join(_rank_table(r, steps) for r in reports)
 
 
-def _rank_table(r: RankReport, steps: set[int] | None) -> str:
+def _rank_table(r: RankReport, steps: StepSelection | None) -> str:
     who = "rank unknown" if r.rank is None else f"rank {r.rank}"
     if r.world_size is not None:
         who += f" of {r.world_size}"

@@ -13,6 +13,7 @@ from traceview.analysis.comm_summary import AlphaBetaFit
 from traceview.analysis.cross_rank import RankAlignment
 from traceview.analysis.job import JobReport
 from traceview.cli.render import SCHEMA_VERSION
+from traceview.cli.steps import StepSelection
 from traceview.cli.text import aligned
 
 CALL_COLUMNS = [
@@ -46,12 +47,12 @@ def _label(job: JobReport) -> pl.Expr:
     return pl.coalesce(*(e for e in (bucket, module) if e is not None)).alias("label")
 
 
-def calls_table(job: JobReport, steps: set[int] | None) -> pl.DataFrame:
+def calls_table(job: JobReport, steps: StepSelection | None) -> pl.DataFrame:
     calls = job.calls
     if calls.height == 0:
         return pl.DataFrame(schema=dict.fromkeys(CALL_COLUMNS, pl.String))
     if steps is not None:
-        calls = calls.filter(pl.col("step").is_in(sorted(steps)))
+        calls = calls.filter(steps.expr("step"))
     for col in ("wait_ns", "transfer_ns"):
         if col not in calls.columns:
             calls = calls.with_columns(pl.lit(None, pl.Int64).alias(col))
@@ -114,7 +115,7 @@ def _job_head(job: JobReport) -> dict[str, Any]:
     }
 
 
-def collectives_json(jobs: Sequence[JobReport], steps: set[int] | None) -> str:
+def collectives_json(jobs: Sequence[JobReport], steps: StepSelection | None) -> str:
     out = []
     for job in jobs:
         buckets = (
@@ -147,7 +148,7 @@ def collectives_json(jobs: Sequence[JobReport], steps: set[int] | None) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def collectives_csv(jobs: Sequence[JobReport], steps: set[int] | None) -> str:
+def collectives_csv(jobs: Sequence[JobReport], steps: StepSelection | None) -> str:
     frames = [
         calls_table(j, steps).with_columns(
             pl.lit(_job_head(j)["folder"] or j.ranks[0].trace.name).alias("job")
@@ -157,7 +158,7 @@ def collectives_csv(jobs: Sequence[JobReport], steps: set[int] | None) -> str:
     return pl.concat(frames, how="diagonal_relaxed").select("job", *CALL_COLUMNS).write_csv()
 
 
-def collectives_table(jobs: Sequence[JobReport], steps: set[int] | None) -> str:
+def collectives_table(jobs: Sequence[JobReport], steps: StepSelection | None) -> str:
     lines = []
     for job in jobs:
         head = job.folder or job.ranks[0].trace

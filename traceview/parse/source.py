@@ -118,10 +118,7 @@ class ByteSource:
                     try:
                         out = inflater.decompress(pending, CHUNK_SIZE)
                     except zlib.error as e:
-                        raise TraceviewError(
-                            f"{self.path}: corrupt gzip data in compressed bytes {where:,}–"
-                            f"{where + len(pending):,} ({e})"
-                        ) from None
+                        raise TraceviewError(self._corrupt(e, where, len(pending))) from None
                     if out:
                         yield out
                     if inflater.eof:
@@ -141,6 +138,18 @@ class ByteSource:
             if tail := inflater.flush():
                 yield tail
             self.cut_short = not inflater.eof
+
+    def _corrupt(self, error: zlib.error, where: int, length: int) -> str:
+        reason = str(error).removeprefix("Error -3 while decompressing data: ")
+        if "check" in reason:  # the CRC or length at the end: the damage may be anywhere
+            return (
+                f"{self.path}: corrupt gzip data: {reason} at the end of its stream (compressed "
+                f"byte {where + length:,}); the damage is somewhere before it"
+            )
+        return (
+            f"{self.path}: corrupt gzip data ({reason}), found in compressed bytes {where:,}–"
+            f"{where + length:,}"
+        )
 
     def _drain(self, f: BinaryIO, block: bytes, at: int) -> int:
         """How many bytes follow in the block after `at`'s step and in the rest of the input."""

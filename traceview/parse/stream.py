@@ -38,6 +38,8 @@ from traceview.parse.events import (
 _ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_END = re.compile(rb"\}\s*\]")
+_ANY_ARRAY_END = re.compile(rb"\]")
+_ANY_BOUNDARY = re.compile(rb"[}\]]\s*,\s*[{\[]")  # between values of any kind
 _ESCAPED_QUOTE = re.compile(rb'\\+"')
 _BYTE_AT = re.compile(r"\(byte (\d+)\)")
 _WHITESPACE = b" \t\r\n"
@@ -87,13 +89,7 @@ class EventStream:
                     continue
             cut = self._last_cut(buf, pos)
             if cut is None:
-                if len(buf) - pos > self._max_event:
-                    raise StreamError(
-                        f"no complete event in the {len(buf) - pos:,} bytes from byte "
-                        f"{self._offset + pos:,}: an event longer than the limit "
-                        f"({self._max_event >> 20} MB; raise it with --max-event-mb) "
-                        "or not a trace"
-                    )
+                self._check_event_size(buf, pos)
                 continue
             batch, end = cut
             yield batch
@@ -102,7 +98,16 @@ class EventStream:
         if pos is None:
             pos = self._find_array(buf, at_eof=True)
             assert pos is not None
+        self._check_event_size(buf, pos)
         yield from self._finish(buf, pos)
+
+    def _check_event_size(self, buf: bytes, pos: int) -> None:
+        if len(buf) - pos > self._max_event:
+            raise StreamError(
+                f"no complete event in the {len(buf) - pos:,} bytes from byte "
+                f"{self._offset + pos:,}: an event longer than the limit "
+                f"({self._max_event >> 20} MB; raise it with --max-event-mb) or not a trace"
+            )
 
     # -- the start ------------------------------------------------------------------------
 
@@ -188,8 +193,12 @@ class EventStream:
     def _decode_by_event(self, doc: bytes) -> Batch:
         """A field had an unexpected type, or nesting too deep: decode event by event, dropping
         the ones that cannot be read."""
+        try:
+            raws = [msgspec.json.encode(raw) for raw in _decode_json(doc)]
+        except RecursionError:  # find the events in the text instead
+            raws = list(_event_texts(doc[1:-1]))
         texts = []
-        for text in _event_texts(doc[1:-1]):
+        for text in raws:
             try:
                 raw = msgspec.json.decode(text)
             except RecursionError:
@@ -230,17 +239,21 @@ class EventStream:
     def _finish(self, buf: bytes, pos: int) -> Iterator[Batch]:
         """The last event, then the keys after the array (object form)."""
         rest = buf[pos:]
+        self._offset += pos  # file offset of rest
         if self.result.bare_array:
             yield from self._finish_array(rest)
             return
-        for m in _last(_ARRAY_END, rest):
-            try:
-                events = self._decode(b"[" + rest[: m.start() + 1] + b"]")
-            except msgspec.DecodeError:
-                continue  # a "}]" inside the trailing keys, or the cut
-            self._read_trailer(rest[m.end() :])
-            yield events
-            return
+        # The array's end: after an event object; failing that, after anything (a value that is
+        # no object, nested too deep to read, may be the last event).
+        for end in (_ARRAY_END, _ANY_ARRAY_END):
+            for m in _last(end, rest):
+                try:
+                    events = self._decode(b"[" + rest[: m.end() - 1] + b"]")
+                except msgspec.DecodeError:
+                    continue  # a "}]" inside the trailing keys, or the cut
+                self._read_trailer(rest[m.end() :])
+                yield events
+                return
         body = rest.lstrip(_WHITESPACE)
         if body.startswith(b"]"):  # an empty event array
             self._read_trailer(body[1:])
@@ -358,7 +371,7 @@ def _event_texts(inner: bytes) -> Iterator[bytes]:
     start = 0  # where the current event's text begins
     quotes = 0  # unescaped quotes in inner[start:at]
     at = 0
-    for m in _BOUNDARY.finditer(inner):
+    for m in _ANY_BOUNDARY.finditer(inner):
         quotes += _quotes(inner, at, m.start())
         at = m.start()
         if quotes % 2 or not _complete(inner[start : m.start() + 1]):

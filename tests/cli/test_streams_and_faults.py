@@ -1,0 +1,172 @@
+"""Pipes, special files, output faults and internal errors: one line, a documented exit code,
+nothing lost."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import tracebuild as tb
+from tests.cli.run_cli import traceview
+from traceview import cli
+from traceview.cli.output import replacing
+
+GOOD = [tb.step(1, 0, 100), tb.launch(1, 5), tb.kernel("k", 10, 20, 1)]
+
+
+def run(*args: str | Path, stdin: bytes | None = None, **kw) -> subprocess.CompletedProcess:
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run(
+        [sys.executable, "-m", "traceview", *map(str, args)], input=stdin, timeout=120, **kw
+    )
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_standard_input_plain_or_gzip(packed):
+    data = json.dumps(tb.document(GOOD)).encode()
+    result = run("analyze", "-", "--format", "json", stdin=gzip.compress(data) if packed else data)
+    assert result.returncode == 0, result.stderr
+    (rank,) = json.loads(result.stdout)["ranks"]
+    assert rank["trace"] == "-" and rank["total"]["compute_us"] == 20.0
+
+
+def test_dev_stdin_and_an_empty_pipe():
+    data = json.dumps(tb.document(GOOD)).encode()
+    assert run("analyze", "/dev/stdin", stdin=data).returncode == 0
+    empty = run("analyze", "-", stdin=b"")
+    assert empty.returncode == 2
+    assert empty.stderr.decode().strip() == "traceview: error: -: empty file"
+
+
+def test_a_named_pipe_is_read_and_a_silent_one_is_said(tmp_path):
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+
+    def write_later() -> None:
+        time.sleep(2.5)  # past the one second after which traceview says it is waiting
+        with fifo.open("wb") as f:
+            f.write(json.dumps(tb.document(GOOD)).encode())
+
+    writer = threading.Thread(target=write_later)
+    writer.start()
+    result = traceview("analyze", fifo)
+    writer.join()
+    assert result.code == 0
+    assert "traceview: waiting: nothing has arrived yet from" in result.err
+    assert "rank 0 of 2" in result.out
+
+
+def test_a_full_or_closed_stdout_is_one_line(tmp_path):
+    path = tb.write(tmp_path / "t.json", tb.document(GOOD))
+    with open("/dev/full", "wb") as full:
+        result = run("analyze", path, stdout=full, stderr=subprocess.PIPE)
+    assert result.returncode == 2
+    assert result.stderr.decode().strip() == (
+        "traceview: error: cannot write to standard output (No space left on device)"
+    )
+    closed = subprocess.run(
+        f"{sys.executable} -m traceview analyze {path} >&-", shell=True, capture_output=True
+    )
+    assert closed.returncode == 2
+    assert closed.stderr.decode().strip().startswith("traceview: error: standard output is closed")
+
+
+def test_output_naming_an_input_is_refused_before_any_work(tmp_path):
+    path = tb.write(tmp_path / "rank0.json", tb.document(GOOD))
+    before = path.read_bytes()
+    for target in (path, tmp_path / "run.json"):
+        if target.name == "run.json":
+            target.write_text("{}")
+        result = traceview("analyze", tmp_path, "-o", target)
+        assert result.code == 2 and "--output names one of the inputs" in result.err
+    assert path.read_bytes() == before
+
+
+def test_output_keeps_the_mode_and_follows_a_symlink(tmp_path):
+    path = tb.write(tmp_path / "t.json", tb.document(GOOD))
+    out = tmp_path / "report.csv"
+    out.write_text("old")
+    out.chmod(0o600)
+    link = tmp_path / "latest.csv"
+    link.symlink_to(out)
+    assert traceview("analyze", path, "--format", "csv", "-o", link).code == 0
+    assert link.is_symlink() and out.read_text().startswith("trace,rank")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path):
+    out = tmp_path / "out.json"
+    out.write_text("previous")
+    with pytest.raises(KeyboardInterrupt), cli.interrupted_by_sigterm(), replacing(out) as f:
+        f.write(b"half of a report")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the signal arrives first
+    assert out.read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_an_internal_error_is_one_line_with_its_own_exit_code(tmp_path, monkeypatch, capsys):
+    path = tb.write(tmp_path / "t.json", tb.document(GOOD))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("something impossible")
+
+    monkeypatch.setattr("traceview.runner.analyze_trace", broken)
+    assert cli.main(["analyze", str(path)]) == 3
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"traceview: error: {path}: internal error: RuntimeError: something impossible "
+        "(a bug in traceview; --debug shows where)"
+    ]
+    assert cli.main(["--debug", "analyze", str(path)]) == 3
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    monkeypatch.setattr("traceview.cli.analyze.run", broken)
+    assert cli.main(["analyze", str(path)]) == 3
+    assert capsys.readouterr().err.startswith("traceview: internal error: RuntimeError")
+
+
+def test_a_huge_step_range_is_not_materialised(tmp_path):
+    path = tb.write(tmp_path / "t.json", tb.document(GOOD))
+    result = traceview("analyze", path, "--steps", "0-100000000000000000000000", "--format", "json")
+    assert result.code == 0
+    (rank,) = json.loads(result.out)["ranks"]
+    assert [s["step"] for s in rank["steps"]] == [1]
+
+
+def test_a_path_with_a_newline_is_still_one_line(tmp_path):
+    result = traceview("analyze", tmp_path / "two\nlines.json")
+    assert result.code == 2
+    assert result.err.count("\n") == 1 and "two\\nlines.json" in result.err
+
+
+@pytest.mark.parametrize(
+    "pattern, reason",
+    [
+        ("(?=ahead)", "look-around, including look-ahead and look-behind, is not supported"),
+        ("(unclosed", "unclosed group"),
+        ("a{99999999}", "Compiled regex exceeds size limit of 10485760 bytes"),
+    ],
+)
+def test_an_invalid_pattern_names_the_regex_error(pattern, reason):
+    result = traceview("analyze", "x.json", "--comm-pattern", pattern)
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert f"invalid regular expression {pattern!r}: {reason} (see" in result.err
+
+
+def test_max_event_mb_bounds_one_event(tmp_path):
+    huge = tb.cpu_op("x" * (3 << 20), 1, 1)
+    path = tb.write(tmp_path / "t.json", tb.document([*GOOD, huge]))
+    refused = traceview("analyze", path, "--max-event-mb", "1")
+    assert refused.code == 2 and "raise it with --max-event-mb" in refused.err
+    assert traceview("analyze", path, "--max-event-mb", "8").code == 0

@@ -1,0 +1,174 @@
+"""Hostile and odd input to the reader: every case becomes skipped events counted in a lossy
+note, or one clear error, with bounded work."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import msgspec
+import pytest
+
+from tests import tracebuild as tb
+from traceview.errors import TraceviewError
+from traceview.parse import read_trace
+from traceview.parse import source as source_module
+from traceview.parse import stream as stream_module
+
+OK = tb.cpu_op("aten::mm", 1, 1)
+
+
+def read(tmp_path, text: str | bytes, name: str = "t.json", **kw):
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return read_trace(path, **kw)
+
+
+def lossy(trace) -> list[str]:
+    return [n.message for n in trace.notes if n.lossy]
+
+
+def doc(*events: object) -> str:
+    return json.dumps({"traceEvents": list(events)})
+
+
+def test_nesting_deeper_than_the_decoder_recurses_drops_that_event(tmp_path):
+    deep = '{"ph": "X", "cat": "cpu_op", "name": "deep", "ts": 1, "dur": 1, "args": {"x": '
+    deep += "[" * 5000 + "]" * 5000 + "}}"
+    text = '{"traceEvents": [' + json.dumps(OK) + ", " + deep + ", " + json.dumps(OK) + "]}"
+    trace = read(tmp_path, text)
+    assert trace.events["name"].cast(str).to_list() == ["aten::mm", "aten::mm"]
+    assert lossy(trace) == ["1 events could not be read and were skipped"]
+    # As an event of its own, and as the last one.
+    trace = read(
+        tmp_path, '{"traceEvents": [' + json.dumps(OK) + ", " + "[" * 5000 + "]" * 5000 + "]}"
+    )
+    assert trace.events.height == 1 and lossy(trace) == [
+        "1 events could not be read and were skipped"
+    ]
+
+
+def test_bytes_that_are_not_utf8_are_replaced_and_said(tmp_path):
+    text = doc(OK).replace("aten::mm", "aten::m\udcffm").encode("utf-8", "surrogateescape")
+    trace = read(tmp_path, text)
+    assert trace.events["name"].cast(str).to_list() == ["aten::m\ufffdm"]
+    (note,) = lossy(trace)
+    assert "not UTF-8" in note
+
+
+@pytest.mark.parametrize("ph", [["X"], {"a": 1}, 7, None])
+def test_a_phase_of_the_wrong_type_is_a_skipped_event(tmp_path, ph):
+    trace = read(tmp_path, doc({**OK, "ph": ph}, OK))
+    assert trace.events.height == 1
+    assert lossy(trace) == ["1 events could not be read and were skipped"]
+
+
+@pytest.mark.parametrize("field,value", [("ts", 1e300), ("dur", 1e19), ("ts", -1e300)])
+def test_times_beyond_int64_nanoseconds_are_skipped(tmp_path, field, value):
+    trace = read(tmp_path, doc({**OK, field: value}, OK))
+    assert trace.events.height == 1
+    (note,) = lossy(trace)
+    assert note.startswith("1 complete events without a readable ts or dur")
+
+
+def test_an_end_past_int64_is_skipped_too(tmp_path):
+    # Each in range, their sum not: 9.2e15 µs + 9.2e15 µs.
+    trace = read(tmp_path, doc({**OK, "ts": 9.2e15, "dur": 9.2e15}, OK))
+    assert trace.events.height == 1 and len(lossy(trace)) == 1
+
+
+def test_a_rank_beyond_int32_is_unknown(tmp_path):
+    text = json.dumps(
+        {"traceEvents": [OK], "distributedInfo": {"rank": 3_000_000_000, "world_size": 4e9}}
+    )
+    trace = read(tmp_path, text)
+    assert trace.meta.rank is None and trace.meta.world_size is None
+
+
+def test_nan_is_an_error_at_its_own_byte(tmp_path):
+    text = doc(OK, OK).replace('"ts": 1,', '"ts": NaN,', 2)
+    with pytest.raises(TraceviewError) as e:
+        read(tmp_path, text)
+    offset = text.index("NaN")
+    assert f"invalid JSON at byte {offset:,}" in e.value.message
+
+
+def test_trailing_bytes_after_a_whole_gzip_stream_are_ignored_and_said(tmp_path):
+    packed = gzip.compress(tb_doc := json.dumps(tb.document([OK, OK])).encode())
+    assert tb_doc
+    trace = read(tmp_path, packed + b"not gzip at all", name="t.json.gz")
+    assert trace.events.height == 2 and not trace.truncated
+    assert lossy(trace) == ["15 bytes after the end of the gzip stream are not gzip data: ignored"]
+
+
+def test_corrupt_gzip_is_located_where_zlib_finds_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(source_module, "INFLATE_STEP", 1024)
+    events = [tb.cpu_op(f"op{i}", i, 1, seq=str(i) * 40) for i in range(3000)]
+    packed = gzip.compress(json.dumps(tb.document(events)).encode(), compresslevel=1)
+    # Damage to a block's header is found at once, within the 1 KB fed when it came.
+    early = bytearray(packed)
+    early[5000:5064] = b"\xff" * 64
+    with pytest.raises(TraceviewError) as e:
+        read(tmp_path, bytes(early), name="t.json.gz")
+    assert "found in compressed bytes 4,096–5,120" in e.value.message
+    # Damage to the data itself shows only in the checksum at the end: said so.
+    late = bytearray(packed)
+    late[len(packed) // 2 : len(packed) // 2 + 64] = bytes(64)
+    with pytest.raises(TraceviewError) as e:
+        read(tmp_path, bytes(late), name="t.json.gz")
+    assert "incorrect data check at the end of its stream" in e.value.message
+    assert "the damage is somewhere before it" in e.value.message
+
+
+@pytest.mark.parametrize(
+    "head, filler",
+    [
+        (b'{"traceEvents": [', b" "),  # an array of spaces
+        (b"[", b"1, "),  # a bare array of numbers
+        (b'{"traceEvents": [{"name": "', b"a"),  # one giant string
+    ],
+)
+def test_a_stretch_without_an_event_boundary_is_refused_at_the_limit(tmp_path, head, filler):
+    data = head + filler * ((3 << 20) // len(filler))
+    with pytest.raises(TraceviewError) as e:
+        read(tmp_path, data, max_event_bytes=1 << 20)
+    assert "no complete event in the" in e.value.message and "--max-event-mb" in e.value.message
+
+
+def test_a_header_without_events_is_refused_at_its_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(stream_module, "MAX_HEADER_BYTES", 1 << 20)
+    for data in (b" " * (3 << 20), b'{"a": "' + b"x" * (3 << 20)):
+        with pytest.raises(TraceviewError) as e:
+            read(tmp_path, data)
+        assert "no traceEvents array in the first 1 MB" in e.value.message
+
+
+def test_boundaries_inside_strings_cost_no_decoding(tmp_path, monkeypatch):
+    # Names full of "}, {" across many small chunks: told apart by quote parity, so each chunk
+    # is decoded about once, not once per false boundary.
+    monkeypatch.setattr(source_module, "CHUNK_SIZE", 4096)
+    monkeypatch.setattr(source_module, "READ_SIZE", 4096)
+    events = [tb.cpu_op('x}, {"y": "}, {' * 200 + f"{i}", i, 1) for i in range(200)]
+    path = tb.write(tmp_path / "t.json", tb.document(events))
+    calls = []
+    real = stream_module.EventStream._decode
+
+    def counting(self, doc):
+        calls.append(len(doc))
+        return real(self, doc)
+
+    monkeypatch.setattr(stream_module.EventStream, "_decode", counting)
+    trace = read_trace(path)
+    assert trace.events.height == 200 and not lossy(trace)
+    chunks = path.stat().st_size // 4096 + 1
+    assert len(calls) <= chunks + 2
+
+
+def test_event_texts_split_only_outside_strings():
+    inner = b'{"a": "}, {"}, {"b": [{"c": 1}, {"d": 2}]}, {"e": "\\"}, {"}'
+    texts = list(stream_module._event_texts(inner))
+    assert [msgspec.json.decode(t) for t in texts] == [
+        {"a": "}, {"},
+        {"b": [{"c": 1}, {"d": 2}]},
+        {"e": '"}, {'},
+    ]
