@@ -170,3 +170,17 @@ def test_max_event_mb_bounds_one_event(tmp_path):
     refused = traceview("analyze", path, "--max-event-mb", "1")
     assert refused.code == 2 and "raise it with --max-event-mb" in refused.err
     assert traceview("analyze", path, "--max-event-mb", "8").code == 0
+
+
+def test_dashboard_port_out_of_range_or_in_use(tmp_path):
+    bad = traceview("dashboard", tmp_path, "--port", "99999999")
+    assert bad.code == 2 and "not a port number (1 to 65535): 99999999" in bad.err
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        taken = traceview("dashboard", tmp_path, "--port", port)
+    assert taken.code == 2 and taken.err.count("\n") == 1
+    assert f"cannot serve on 127.0.0.1:{port} (Address already in use)" in taken.err

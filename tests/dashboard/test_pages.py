@@ -153,3 +153,38 @@ def test_a_missing_rank_is_said_in_the_page(monkeypatch, tmp_path):
     at = page("overlap", tmp_path, monkeypatch, run="three-of-four")
     assert any("lists 4 ranks but traces of only 3" in w.value for w in at.warning)
     assert charts(at)
+
+
+def test_a_link_to_a_file_outside_the_root_is_not_read(monkeypatch, tmp_path):
+    root, outside = tmp_path / "root", tmp_path / "elsewhere"
+    (root / "run").mkdir(parents=True)
+    outside.mkdir()
+    secret = tb.write(outside / "rank0.json", tb.document(tb.gpu_example(), rank=0, world=1))
+    (root / "run" / "rank0.json").symlink_to(secret)
+    at = page("runs", root, monkeypatch)
+    assert len(at.dataframe[0].value) == 0
+    at = page("overlap", root, monkeypatch)
+    assert "No traces under" in at.warning[0].value
+
+
+def test_one_bad_run_is_a_message_for_that_run_only(monkeypatch, tmp_path):
+    shutil.copytree(SWEEP / "cpu_sweep" / "ddp-dp1", tmp_path / "ddp-dp1")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "rank0.json").write_text('{"traceEvents": [{"ph": "X", "ts": NaN}]}')
+    at = page("scaling", tmp_path, monkeypatch)
+    (error,) = at.error
+    assert error.value.startswith("bad: ") and "\n" not in error.value
+    assert len(at.dataframe[0].value) == 1  # the good run, still shown
+
+
+def test_a_bug_is_a_message_not_a_traceback(monkeypatch, tmp_path):
+    shutil.copytree(SWEEP / "cpu_sweep" / "ddp-dp1", tmp_path / "ddp-dp1")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("something impossible")
+
+    monkeypatch.setattr("traceview.dashboard.data.analyze_trace", broken)
+    at = page("overlap", tmp_path, monkeypatch, run="ddp-dp1")
+    assert at.error[0].value == (
+        "ddp-dp1: internal error: RuntimeError: something impossible (a bug in traceview)"
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", nargs="?", default="sample_traces", metavar="PATH")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
-    p.add_argument("--port", type=int, default=8501)
+    p.add_argument("--port", type=port_number, default=8501, help="1 to 65535 (default 8501)")
     p.set_defaults(run=run_dashboard)
     r = subparsers.add_parser(
         "report",
@@ -34,6 +35,33 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     )
     inputs.add_options(r, what="run folder, sweep folder, or folder of rank traces")
     r.set_defaults(run=run_report, format="table")
+
+
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number (1 to 65535): {port}")
+    return port
+
+
+def check_free(host: str, port: int) -> None:
+    """A port in use, or an address not of this machine, is one line before Streamlit starts."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise TraceviewError(f"--host {host}: not an address here ({e.strerror})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will
+        try:
+            s.bind(address)
+        except OSError as e:
+            raise TraceviewError(
+                f"cannot serve on {host}:{port} ({e.strerror}); choose another --port"
+            ) from None
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
@@ -46,6 +74,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         raise TraceviewError(
             "the dashboard needs streamlit: pip install 'traceview[dashboard]'"
         ) from None
+    check_free(args.host, args.port)
     print(
         f"traceview dashboard on http://{args.host}:{args.port} reading {root.resolve()}",
         flush=True,

@@ -39,11 +39,13 @@ def inside_root(path: Path) -> Path:
 
 
 def _is_trace(p: Path) -> bool:
+    """A trace file that really lies inside the root: a link to a file elsewhere is not read."""
     return (
-        p.is_file()
-        and p.name.endswith(TRACE_SUFFIXES)
+        p.name.endswith(TRACE_SUFFIXES)
         and p.name not in NOT_TRACES
         and not p.name.startswith(".")
+        and p.is_file()
+        and p.resolve().is_relative_to(root())
     )
 
 

@@ -9,7 +9,7 @@ import streamlit as st
 
 from traceview.analysis.job import JobReport
 from traceview.dashboard import data
-from traceview.errors import TraceviewError
+from traceview.errors import TraceviewError, one_line
 
 T = TypeVar("T")
 
@@ -19,9 +19,11 @@ def guarded(what: str, load: Callable[[], T]) -> T | None:
     try:
         return load()
     except TraceviewError as e:
-        st.error(f"{what}: {e.message}")
+        st.error(one_line(f"{what}: {e.message}"))
     except (OSError, ValueError) as e:
-        st.error(f"{what}: {e}")
+        st.error(one_line(f"{what}: {e}"))
+    except Exception as e:  # a bug: this run's message, not a traceback over the page
+        st.error(one_line(f"{what}: internal error: {type(e).__name__}: {e} (a bug in traceview)"))
     return None
 
 
