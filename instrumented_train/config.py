@@ -3,6 +3,7 @@ The command-line flags are built from these fields (instrumented_train/flags.py)
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -37,6 +38,22 @@ PRESETS: dict[str, ModelShape] = {
     "medium": ModelShape(vocab_size=50304, d_model=1024, n_layers=24, n_heads=16),  # ~406 M
     "1b": ModelShape(vocab_size=50304, d_model=2048, n_layers=18, n_heads=16),  # ~1.1 B
 }
+
+
+# What each numeric flag may be (inclusive): beyond these a run is a typo, not an experiment.
+_BOUNDS: dict[str, tuple[float, float]] = {
+    "seq_len": (1, 1 << 17),
+    "micro_batch": (1, 1 << 16),
+    "grad_accum": (1, 1 << 16),
+    "baseline_steps": (0, 100_000),  # at least 2: checked with its reason below
+    "wait": (0, 100_000),
+    "warmup": (0, 100_000),
+    "active": (1, 100_000),
+    "lr": (0.0, 10.0),  # positive: checked below
+    "seed": (0, 2**63 - 1),
+    "bucket_cap_mb": (0.0, 1 << 20),  # positive: checked below
+}
+MAX_TOKENS_PER_MICRO_STEP = 1 << 24
 
 
 def _help(text: str, **extra: object) -> dict[str, object]:
@@ -80,12 +97,18 @@ class RunConfig:
     force: bool = field(default=False, metadata=_help("replace an existing run folder"))
 
     def __post_init__(self) -> None:
-        for name in ("seq_len", "micro_batch", "grad_accum", "active"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
-        for name in ("wait", "warmup"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"--{name} must not be negative")
+        for name, (lo, hi) in _BOUNDS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            flag = "--" + name.replace("_", "-")
+            if not math.isfinite(value):
+                raise ConfigError(f"{flag} must be a finite number, not {value}")
+            if value < lo:
+                raise ConfigError(f"{flag} must be at least {lo:g}")
+            if value > hi:
+                shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"
+                raise ConfigError(f"{flag} must be at most {hi:,g} (got {shown})")
         if self.baseline_steps < 2:
             raise ConfigError(
                 "--baseline-steps must be at least 2 (memory is read once optimizer state exists)"
@@ -97,6 +120,12 @@ class RunConfig:
                 raise ConfigError("--bucket-cap-mb applies to ddp and zero1 only")
             if self.bucket_cap_mb <= 0:
                 raise ConfigError("--bucket-cap-mb must be positive")
+        tokens = self.seq_len * self.micro_batch
+        if tokens > MAX_TOKENS_PER_MICRO_STEP:
+            raise ConfigError(
+                f"--seq-len × --micro-batch = {tokens:,} tokens per micro-step; at most "
+                f"{MAX_TOKENS_PER_MICRO_STEP:,}"
+            )
         if self.precision == "bf16" and self.device == "cpu":
             raise ConfigError("bf16 mixed precision needs a GPU (--device cuda or auto)")
 

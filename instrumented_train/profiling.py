@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -25,11 +26,14 @@ def add_run_metadata(prof: profile, run_meta: dict[str, object]) -> None:
     prof.add_metadata_json(METADATA_KEY, json.dumps(run_meta))
 
 
-def make_profiler(cfg: RunConfig, env: DistEnv) -> profile:
+def make_profiler(
+    cfg: RunConfig, env: DistEnv, folder: Path, written: Callable[[str], None]
+) -> profile:
+    """Traces go into `folder`; `written(name)` is told of each one once it is whole."""
     activities = [ProfilerActivity.CPU]
     if env.is_cuda:
         activities.append(ProfilerActivity.CUDA)
-    target = trace_path(cfg.out, env.rank)
+    target = trace_path(folder, env.rank)
 
     def on_ready(prof: profile) -> None:
         # A hidden temporary name in the same folder, then rename: a crash never leaves a
@@ -37,6 +41,7 @@ def make_profiler(cfg: RunConfig, env: DistEnv) -> profile:
         partial = target.with_name(f".{target.name}.partial.gz")
         prof.export_chrome_trace(str(partial))
         os.replace(partial, target)
+        written(target.name)
 
     return profile(
         activities=activities,

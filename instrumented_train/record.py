@@ -100,14 +100,16 @@ def run_record(
     }
 
 
-def gather_and_write(cfg: RunConfig, env: DistEnv, par: Parallel, result: RankResult) -> None:
+def gather_and_write(
+    cfg: RunConfig, env: DistEnv, par: Parallel, result: RankResult, folder: Path
+) -> None:
     mine = rank_record(env, par, result)
     everyone: list[dict[str, Any] | None] = [None] * env.world_size
     dist.all_gather_object(everyone, mine)
     if env.rank != 0:
         return
     record = run_record(cfg, env, par, result, [r for r in everyone if r is not None])
-    write_json_atomically(cfg.out / "run.json", record)
+    write_json_atomically(folder / "run.json", record)
 
 
 def write_json_atomically(path: Path, doc: dict[str, Any]) -> None:

@@ -1,71 +1,92 @@
 """One run: check the run folder, start the process group, train under the profiler, write
-the traces and run.json, and always tear the process group down."""
+the traces and run.json, swap the run into place on success, and always tear the process group
+down. A rank stopped by a signal or an error says so in its status file."""
 
 from __future__ import annotations
 
 import gc
 import logging
-import shutil
+import platform
+import signal
 from pathlib import Path
 
 import torch.distributed as dist
 
-from instrumented_train.config import ConfigError, RunConfig
-from instrumented_train.distributed import init_distributed, shutdown
+from instrumented_train import folders
+from instrumented_train.config import RunConfig
+from instrumented_train.distributed import DistEnv, init_distributed, shutdown
 from instrumented_train.record import gather_and_write
 from instrumented_train.strategies import build
 from instrumented_train.train import run_steps
 
 log = logging.getLogger("instrumented_train")
-RUN_FILES = ("run.json", ".pt.trace.json.gz")
 
 
-def check_out_folder(out: Path, force: bool) -> None:
-    """Every rank checks before any rank writes: an existing run is kept unless --force."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} exists and is not a folder")
-    if not out.exists() or not any(out.iterdir()):
-        return
-    if not force:
-        raise ConfigError(f"--out {out} already exists; choose another folder or pass --force")
-    if not any(p.name.endswith(RUN_FILES) for p in out.iterdir()):
-        raise ConfigError(
-            f"--out {out} is not a run folder (no run.json or traces); not replacing it"
-        )
+class Stopped(Exception):
+    """A signal ended this rank (torchrun stops the others when one rank fails)."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Stopped(f"stopped by {signal.Signals(signum).name} (another rank failed, or the job "
+                  "was cancelled)")  # fmt: skip
 
 
 def run(cfg: RunConfig) -> None:
-    check_out_folder(cfg.out, cfg.force)
+    folders.check_out_folder(cfg.out, cfg.force)
+    folder = folders.writing_folder(cfg.out)  # decided before any rank creates anything
     env = init_distributed(cfg.device)
+    signal.signal(signal.SIGTERM, _stop)
+    status: folders.RankStatus | None = None
     try:
-        if env.rank == 0:
-            if cfg.out.exists():
-                shutil.rmtree(cfg.out)
-            cfg.out.mkdir(parents=True)
+        if env.local_rank == 0:
+            folders.prepare(folder)
         dist.barrier()
-        cfg.out.mkdir(parents=True, exist_ok=True)  # nodes without a shared file system
-        par = build(cfg, env)
-        log.info(
-            "%s on %d rank(s), %s, %s parameters",
-            cfg.strategy,
-            env.world_size,
-            env.device,
-            f"{sum(p.numel() for p in par.module.parameters()):,}",
-        )
-        meta: dict[str, object] = {
-            "strategy": cfg.strategy,
-            "world_size": env.world_size,
-            "config": cfg.as_record(),
-        }
-        result = run_steps(cfg, env, par, meta)
-        gather_and_write(cfg, env, par, result)
+        folder.mkdir(parents=True, exist_ok=True)  # nodes without a shared file system
+        status = folders.RankStatus(folder, env.rank, platform.node())
+        _train(cfg, env, folder, status)
+        status.finish("done")
+        dist.barrier()
+        if env.local_rank == 0:
+            folders.commit(folder, cfg.out)
         log.info("wrote %s", cfg.out)
-        # Leave together: a rank tearing down Gloo while another still talks to it can abort.
-        # (Only on success: after a failure the other ranks may never arrive.)
-        dist.barrier()
-        # Free DDP's reducer (it holds the process group) before the group itself goes:
-        # destroyed the other way round at exit, Gloo's threads can abort the process.
-        del par
-        gc.collect()
+    except BaseException as e:
+        if status is not None:
+            stopped = isinstance(e, Stopped | KeyboardInterrupt)
+            status.finish("stopped" if stopped else "failed", _reason(e))
+        raise
     finally:
         shutdown()
+
+
+def _train(cfg: RunConfig, env: DistEnv, folder: Path, status: folders.RankStatus) -> None:
+    par = build(cfg, env)
+    log.info(
+        "%s on %d rank(s), %s, %s parameters",
+        cfg.strategy,
+        env.world_size,
+        env.device,
+        f"{sum(p.numel() for p in par.module.parameters()):,}",
+    )
+    meta: dict[str, object] = {
+        "strategy": cfg.strategy,
+        "world_size": env.world_size,
+        "config": cfg.as_record(),
+    }
+    result = run_steps(cfg, env, par, meta, folder, status)
+    gather_and_write(cfg, env, par, result, folder)
+    if env.rank == 0:
+        status.wrote("run.json")
+    # Leave together: a rank tearing down Gloo while another still talks to it can abort.
+    # (Only on success: after a failure the other ranks may never arrive.)
+    dist.barrier()
+    # Free DDP's reducer (it holds the process group) before the group itself goes:
+    # destroyed the other way round at exit, Gloo's threads can abort the process.
+    del par
+    gc.collect()
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted (Ctrl-C)"
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")

@@ -4,12 +4,17 @@
         --out sweeps/cpu -- --preset tiny --active 2
 
 Flags after `--` go to every run (see `python -m instrumented_train --help`). Each run's
-folder holds its traces and run.json; `index.json` lists every point with its status.
+folder holds its traces and run.json; `index.json` lists every point with its status, and is
+rewritten after each point, so an interrupted sweep leaves a valid one. With --force, the new
+sweep is written beside the old one (`<out>.incoming`) and replaces it only once it is done:
+an interrupted or failed --force sweep leaves the old one as it was.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,12 +25,15 @@ from typing import Any, get_args
 
 import torch
 
+from instrumented_train import folders
 from instrumented_train.config import ConfigError, Strategy
 from instrumented_train.distributed import check_devices
 from instrumented_train.flags import parse_config
 from instrumented_train.record import write_json_atomically
 from instrumented_train.strategies import unsupported_reason
 
+INDEX = "index.json"
+LOGS = "logs"
 OWNED_FLAGS = ("--strategy", "--out", "--force", "--device", "--bucket-cap-mb")  # set per run
 
 
@@ -96,6 +104,33 @@ def validate(args: argparse.Namespace, passed: list[str]) -> None:
             raise ConfigError(
                 f"--out {args.out} is not a sweep folder (no index.json); not replacing it"
             )
+        incoming = args.out.with_name(args.out.name + folders.INCOMING)
+        for folder in (args.out, incoming):
+            if folder.is_dir() and (foreign := _foreign(folder)):
+                raise ConfigError(
+                    f"{folder} holds files the sweep did not write ({', '.join(foreign[:3])}); "
+                    "not replacing it"
+                )
+    folders.check_writable(args.out)
+
+
+def _foreign(out: Path) -> list[str]:
+    """What a sweep folder holds besides its index, logs and run folders (harness files only)."""
+    try:
+        runs = {r["path"] for r in json.loads((out / INDEX).read_text())["runs"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        runs = set()
+    foreign = []
+    for p in sorted(out.iterdir()):
+        if p.name == INDEX:
+            continue
+        if p.name == LOGS and p.is_dir():
+            foreign += [f"{LOGS}/{q.name}" for q in p.iterdir() if not q.name.endswith(".log")]
+        elif p.name in runs and p.is_dir():
+            foreign += [f"{p.name}/{f}" for f in folders.foreign_files(p)]
+        else:
+            foreign.append(p.name)
+    return foreign
 
 
 def run_flags(args: argparse.Namespace, strategy: str, passed: list[str]) -> list[str]:
@@ -106,10 +141,10 @@ def run_flags(args: argparse.Namespace, strategy: str, passed: list[str]) -> lis
 
 
 def run_point(
-    args: argparse.Namespace, strategy: str, dp: int, passed: list[str]
+    args: argparse.Namespace, strategy: str, dp: int, passed: list[str], into: Path
 ) -> dict[str, Any]:
-    folder = args.out / f"{strategy}-dp{dp}"
-    log_path = args.out / "logs" / f"{folder.name}.log"
+    folder = into / f"{strategy}-dp{dp}"
+    log_path = into / LOGS / f"{folder.name}.log"
     cmd = [
         sys.executable,
         "-m",
@@ -123,17 +158,40 @@ def run_point(
         *run_flags(args, strategy, passed),
     ]
     start = time.monotonic()
-    with log_path.open("w") as log:
-        code = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
-    return {
+    entry: dict[str, Any] = {
         "strategy": strategy,
         "dp": dp,
         "path": folder.name,
-        "status": "ok" if code == 0 and (folder / "run.json").exists() else "failed",
-        "exit_code": code,
-        "seconds": round(time.monotonic() - start, 2),
-        "log": str(log_path.relative_to(args.out)),
+        "status": "interrupted",
+        "exit_code": None,
+        "seconds": None,
+        "log": str(log_path.relative_to(into)),
     }
+    try:
+        with log_path.open("w") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+            code = proc.wait()
+    except KeyboardInterrupt:
+        proc.wait()  # torchrun got the Ctrl-C too, and stops its ranks
+        entry["seconds"] = round(time.monotonic() - start, 2)
+        raise Interrupted(entry) from None
+    entry.update(exit_code=code, seconds=round(time.monotonic() - start, 2))
+    # A run whose record and traces are all written succeeded, whatever its teardown did.
+    complete = (folder / "run.json").exists() and all(
+        (folder / f"rank{r}.pt.trace.json.gz").exists() for r in range(dp)
+    )
+    entry["status"] = "ok" if complete else "failed"
+    if complete and code != 0:
+        entry["note"] = f"the run was written whole; torchrun exited with {code} in teardown"
+    return entry
+
+
+class Interrupted(Exception):
+    """Ctrl-C during a point: the point's index entry, marked interrupted."""
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        super().__init__("interrupted")
+        self.entry = entry
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,27 +201,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"sweep: error: {e}", file=sys.stderr)
         return 2
-    if args.out.exists():
-        shutil.rmtree(args.out)
-    (args.out / "logs").mkdir(parents=True)
+    # A new sweep goes straight into --out; one replacing a sweep goes beside it until done.
+    replacing = args.out.exists() and any(args.out.iterdir())
+    into = args.out.with_name(args.out.name + folders.INCOMING) if replacing else args.out
+    if into.exists():
+        shutil.rmtree(into)  # an earlier attempt at replacing, which never replaced anything
+    (into / LOGS).mkdir(parents=True)
     points = [(s, n) for s in args.strategies for n in args.dp]
     command = ["python", "-m", "instrumented_train.sweep", *(argv or sys.argv[1:])]
     index: dict[str, Any] = {"command": command, "runs": []}
     for i, (strategy, dp) in enumerate(points, start=1):
         print(f"[{i}/{len(points)}] {strategy} dp={dp} ...", end=" ", flush=True)
-        entry = run_point(args, strategy, dp, passed)
+        try:
+            entry = run_point(args, strategy, dp, passed, into)
+        except Interrupted as stop:
+            index["runs"].append(stop.entry)
+            write_json_atomically(into / INDEX, index)
+            kept = f"; the sweep in {args.out} is as it was" if replacing else ""
+            print(
+                f"\nsweep: interrupted: {i - 1} of {len(points)} runs done, in {into}{kept}",
+                file=sys.stderr,
+            )
+            return 130
         index["runs"].append(entry)
-        write_json_atomically(args.out / "index.json", index)  # progress survives an interrupt
+        write_json_atomically(into / INDEX, index)  # progress survives an interrupt
         print(f"{entry['status']} in {entry['seconds']:.1f} s", flush=True)
     failed = [r for r in index["runs"] if r["status"] != "ok"]
     for r in failed:
         print(
             f"sweep: error: {r['strategy']} dp={r['dp']} failed (exit {r['exit_code']}); "
-            f"see {args.out / r['log']}",
+            f"see {into / r['log']}",
             file=sys.stderr,
         )
+    if replacing:
+        _swap(into, args.out)
     print(f"{len(points) - len(failed)} of {len(points)} runs written to {args.out}")
     return 1 if failed else 0
+
+
+def _swap(new: Path, out: Path) -> None:
+    """The finished sweep takes the old one's place; the old one's files go (only its own:
+    validate() refused a folder holding anything else)."""
+    old = out.with_name(f".{out.name}.replaced")
+    if old.exists():
+        shutil.rmtree(old)
+    os.rename(out, old)
+    os.rename(new, out)
+    if _foreign(old):  # something arrived meanwhile that is not the sweep's: left in place
+        print(f"sweep: note: the previous sweep is kept in {old}", file=sys.stderr)
+    else:
+        shutil.rmtree(old)
 
 
 if __name__ == "__main__":

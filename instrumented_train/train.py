@@ -6,12 +6,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
 from instrumented_train import memory
 from instrumented_train.config import RunConfig
 from instrumented_train.distributed import DistEnv
+from instrumented_train.folders import RankStatus
 from instrumented_train.model import loss_fn, synthetic_batch
 from instrumented_train.profiling import add_run_metadata, make_profiler
 from instrumented_train.strategies import Parallel
@@ -69,22 +71,30 @@ def train_step(
 
 
 def run_steps(
-    cfg: RunConfig, env: DistEnv, par: Parallel, run_meta: dict[str, object]
+    cfg: RunConfig,
+    env: DistEnv,
+    par: Parallel,
+    run_meta: dict[str, object],
+    folder: Path,
+    status: RankStatus,
 ) -> RankResult:
+    """Every step, then the trace into `folder`; `status` hears of each step and file."""
     result = RankResult()
     for step in range(cfg.baseline_steps):
         # Memory is read on the last unprofiled step: optimizer state exists by then.
         train_step(cfg, env, par, step, result, read_memory=step == cfg.baseline_steps - 1)
         result.profiled.append(False)
+        status.step_done(step + 1)
         log.info("step %d: loss %.4f, %.3f s", step, result.losses[-1], result.step_seconds[-1])
     first_kept = cfg.wait + cfg.warmup
-    with make_profiler(cfg, env) as prof:
+    with make_profiler(cfg, env, folder, status.wrote) as prof:
         for i in range(cfg.wait + cfg.warmup + cfg.active):
             step = cfg.baseline_steps + i
             if i == first_kept:
                 add_run_metadata(prof, run_meta)
             train_step(cfg, env, par, step, result, read_memory=False)
             result.profiled.append(i >= first_kept)
+            status.step_done(step + 1)
             log.info(
                 "step %d%s: loss %.4f, %.3f s",
                 step,

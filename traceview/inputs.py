@@ -8,10 +8,26 @@ from pathlib import Path
 
 from traceview.analysis.report import RankReport
 from traceview.errors import TraceviewError
+from traceview.parse.run_record import incomplete_run
 from traceview.parse.source import STDIN
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = {"run.json", "index.json"}  # the harness's own records live beside its traces
+STATUS_SUFFIX = ".status.json"  # and, while a run is going (or if it stopped), each rank's
+
+
+def is_trace_file(path: Path) -> bool:
+    """The trace-file rule: a .json or .json.gz file, not one of the harness's records."""
+    name = path.name
+    return (
+        name.endswith(TRACE_SUFFIXES)
+        and name not in NOT_TRACES
+        and not name.endswith(STATUS_SUFFIX)
+        and not name.startswith(".")
+        and path.is_file()
+    )
+
+
 # Ranks of one job are profiled together; their wall-clock spans cannot be this far apart.
 SAME_JOB_SLACK_NS = 10 * 60 * 10**9
 
@@ -32,15 +48,12 @@ def resolve(paths: Sequence[str | Path]) -> list[TraceGroup]:
         if str(raw) == STDIN:
             groups.append(TraceGroup(path, (path,), is_folder=False))
         elif path.is_dir():
-            files = tuple(
-                sorted(
-                    p
-                    for p in path.iterdir()
-                    if p.is_file() and p.name.endswith(TRACE_SUFFIXES) and p.name not in NOT_TRACES
-                )
-            )
+            files = tuple(sorted(p for p in path.iterdir() if is_trace_file(p)))
             if not files:
-                raise TraceviewError(f"{path}: no trace files (*.json, *.json.gz) in this folder")
+                why = incomplete_run(path)
+                raise TraceviewError(
+                    f"{path}: {why}" if why else f"{path}: no trace files (*.json, *.json.gz)"
+                )
             groups.append(TraceGroup(path, files, is_folder=True))
         elif path.exists():
             groups.append(TraceGroup(path, (path,), is_folder=False))

@@ -51,12 +51,40 @@ def test_an_existing_run_folder_is_kept_unless_forced(tmp_path):
     assert (out / "run.json").read_text() == "{}"
 
 
-def test_force_never_replaces_a_folder_that_is_not_a_run(tmp_path):
+def test_force_never_replaces_a_folder_holding_other_files(tmp_path):
+    (tmp_path / "run.json").write_text("{}")
     (tmp_path / "thesis.tex").write_text("precious")
+    (tmp_path / "src").mkdir()
     one_line(
-        run("--out", str(tmp_path), "--force"), "instrumented_train: error: ", "not a run folder"
+        run("--out", str(tmp_path), "--force"),
+        "instrumented_train: error: ",
+        "holds files the harness did not write (src, thesis.tex); not replacing it",
     )
     assert (tmp_path / "thesis.tex").read_text() == "precious"
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--lr", "nan"], "--lr must be a finite number, not nan"),
+        (["--bucket-cap-mb", "nan"], "--bucket-cap-mb must be a finite number, not nan"),
+        (["--seq-len", "99999999999"], "--seq-len must be at most 131,072 (got 99,999,999,999)"),
+        (["--seed", "-1"], "--seed must be at least 0"),
+    ],
+)
+def test_absurd_values_are_refused(args, fragment):
+    one_line(run(*args), "instrumented_train: error: ", fragment)
+
+
+def test_an_unwritable_out_is_refused_before_any_process_group(tmp_path):
+    (tmp_path / "file.txt").write_text("x")
+    done = run("--out", str(tmp_path / "file.txt" / "run"))
+    one_line(done, "instrumented_train: error: ", f"{tmp_path / 'file.txt'} is not a folder")
+    one_line(
+        run("--out", "/proc/no/sweep", module="instrumented_train.sweep"),
+        "sweep: error: ",
+        "--out /proc/no/sweep: cannot write there",
+    )
 
 
 def test_outside_torchrun_says_how_to_start():

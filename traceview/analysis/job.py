@@ -3,7 +3,7 @@ labelled (DDP buckets), matched across ranks and fitted."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -11,7 +11,8 @@ import polars as pl
 from traceview.analysis.comm_summary import AlphaBetaFit, fit_alpha_beta, label_buckets
 from traceview.analysis.cross_rank import CrossRank, StepSkew, align, step_skew
 from traceview.analysis.report import RankReport
-from traceview.parse.run_record import RunRecord, read_run_record
+from traceview.errors import Note
+from traceview.parse.run_record import RunRecord, incomplete_run, read_run_record
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +43,10 @@ def step_windows(reports: list[RankReport] | tuple[RankReport, ...]) -> pl.DataF
 
 def analyze_job(folder: Path | None, reports: list[RankReport]) -> JobReport:
     run = read_run_record(folder) if folder is not None else None
+    incomplete = incomplete_run(folder) if folder is not None else None
+    if incomplete:  # every rank's result says it belongs to a run that did not finish
+        note = Note(message=incomplete, severity="lossy")
+        reports = [replace(r, notes=(*r.notes, note)) for r in reports]
     ranked = [r for r in reports if r.rank is not None]
     frames = [r.calls for r in ranked if r.calls.height]
     calls = pl.concat(frames) if frames else (reports[0].calls if reports else pl.DataFrame())

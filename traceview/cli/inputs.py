@@ -163,10 +163,13 @@ def finish(text: str, args: argparse.Namespace, loaded: Loaded) -> int:
     write_output(text, args.output)
     for f in loaded.failures:
         _report(f, args)
+    said = set()
     for r in loaded.reports:
         for n in r.notes:
-            if n.lossy:
+            if n.lossy and n.message not in said:
                 say("warning", f"{r.trace}: {n.message}")
+                if n.message.startswith("incomplete run"):
+                    said.add(n.message)  # one job's note, once
     if any(f.internal for f in loaded.failures):
         return EXIT_INTERNAL
     if loaded.failures:

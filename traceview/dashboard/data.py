@@ -14,7 +14,7 @@ from traceview.analysis import analyze_trace
 from traceview.analysis.job import JobReport, analyze_job
 from traceview.analysis.scaling import record_step_times
 from traceview.errors import TraceviewError
-from traceview.inputs import NOT_TRACES, TRACE_SUFFIXES
+from traceview.inputs import is_trace_file
 from traceview.parse.run_record import RunRecord, read_run_record
 
 ROOT_ENV = "TRACEVIEW_DASHBOARD_ROOT"
@@ -40,13 +40,7 @@ def inside_root(path: Path) -> Path:
 
 def _is_trace(p: Path) -> bool:
     """A trace file that really lies inside the root: a link to a file elsewhere is not read."""
-    return (
-        p.name.endswith(TRACE_SUFFIXES)
-        and p.name not in NOT_TRACES
-        and not p.name.startswith(".")
-        and p.is_file()
-        and p.resolve().is_relative_to(root())
-    )
+    return is_trace_file(p) and p.resolve().is_relative_to(root())
 
 
 def _samples_per_s(record: RunRecord) -> float | None:

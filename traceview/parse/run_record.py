@@ -69,3 +69,49 @@ def read_run_record(folder: Path) -> RunRecord | None:
         raise TraceviewError(f"{path}: not a run record ({e})") from None
     except OSError as e:
         raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+STATUS_GLOB = "rank*.status.json"
+
+
+class RankStatus(msgspec.Struct, frozen=True):
+    """A rank's own account of a run in progress (the harness rewrites it as it goes)."""
+
+    rank: int
+    state: str  # running, done, failed, stopped
+    steps_done: int = 0
+    wrote: list[str] = msgspec.field(default_factory=list)
+    reason: str | None = None
+    host: str | None = None
+
+
+def incomplete_run(folder: Path) -> str | None:
+    """Why a run folder is incomplete, from its ranks' accounts; None for a finished run (or a
+    folder of foreign traces). A rank still "running" stopped without a word: killed."""
+    if (folder / RUN_RECORD).exists():
+        return None
+    accounts: list[RankStatus] = []
+    unreadable = 0
+    for path in sorted(folder.glob(STATUS_GLOB)):
+        try:
+            accounts.append(msgspec.json.decode(path.read_bytes(), type=RankStatus))
+        except (msgspec.DecodeError, msgspec.ValidationError, OSError):
+            unreadable += 1
+    if not accounts and not unreadable:
+        return None
+    said = []
+    for status in sorted(accounts, key=lambda a: a.rank):
+        steps = f"after {status.steps_done} steps"
+        if status.state == "done":
+            text = f"rank {status.rank} finished"
+        elif status.state == "running":
+            text = f"rank {status.rank} went silent {steps} (killed?)"
+        else:
+            why = status.reason or "no reason given"
+            text = f"rank {status.rank} {status.state} {steps}: {why}"
+        if status.wrote:
+            text += f" (wrote {', '.join(status.wrote)})"
+        said.append(text)
+    if unreadable:
+        said.append(f"{unreadable} account(s) unreadable")
+    return "incomplete run (no run.json): " + "; ".join(said)

@@ -1,0 +1,159 @@
+"""The run folder's life. Checked on every rank before any process group starts; written
+beside a previous run, never over it, and swapped in only when the run succeeded; left marked
+incomplete when it did not, with each rank's own account (`rank<N>.status.json`: how far it got,
+what it wrote, why it stopped). Nothing the harness did not write is ever deleted."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from instrumented_train.config import ConfigError
+
+# What the harness writes into a run folder, and nothing else.
+_HARNESS_FILE = re.compile(
+    r"^(?:run\.json|rank\d+\.pt\.trace\.json\.gz|\.rank\d+\.pt\.trace\.json\.gz\.partial\.gz"
+    r"|rank\d+\.status\.json|\.rank\d+\.status\.json\.\w+)$"
+)
+INCOMING = ".incoming"  # suffix of the folder a run writes while a previous run stays in place
+
+
+def is_harness_file(name: str) -> bool:
+    return _HARNESS_FILE.match(name) is not None
+
+
+def status_path(folder: Path, rank: int) -> Path:
+    return folder / f"rank{rank}.status.json"
+
+
+def foreign_files(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if not is_harness_file(p.name))
+
+
+def check_out_folder(out: Path, force: bool) -> None:
+    """Every rank checks before any rank writes: an existing run is kept unless --force, a
+    folder holding anything the harness did not write is never replaced, and the place must
+    be writable."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} exists and is not a folder")
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise ConfigError(f"--out {out} already exists; choose another folder or pass --force")
+        foreign = foreign_files(out)
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise ConfigError(
+                f"--out {out} holds files the harness did not write ({shown}); not replacing it"
+            )
+    check_writable(out)
+
+
+def check_writable(out: Path) -> None:
+    """`out` can be made: its nearest existing ancestor is a folder we can write in."""
+    existing = next(p for p in (out, *out.parents) if p.exists())
+    if not existing.is_dir():
+        raise ConfigError(f"--out {out}: {existing} is not a folder")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        Path(tempfile.mkdtemp(prefix=".write-check-", dir=out.parent)).rmdir()
+    except OSError as e:
+        raise ConfigError(f"--out {out}: cannot write there ({e.strerror or e})") from None
+
+
+def writing_folder(out: Path) -> Path:
+    """Where the ranks write: the run folder itself when it holds nothing yet; else a sibling,
+    `<out>.incoming`, that replaces it once the run has succeeded. Decided by every rank
+    before any of them creates anything, so they agree."""
+    if out.exists() and any(out.iterdir()):
+        return out.with_name(out.name + INCOMING)
+    return out
+
+
+def prepare(folder: Path) -> None:
+    """(One rank per node.) An `.incoming` folder left by an earlier failed attempt goes first,
+    if it holds only the harness's files."""
+    if folder.name.endswith(INCOMING) and folder.exists():
+        _remove_run(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+
+
+def commit(folder: Path, out: Path) -> None:
+    """(One rank per node, after every rank finished.) Make `folder` the run at `out`: the
+    rank status files go (run.json says it all), and a previous run is swapped out and
+    removed. On a shared file system the first node does it and the others find it done."""
+    for status in folder.glob("rank*.status.json"):
+        status.unlink(missing_ok=True)
+    if folder == out or not folder.exists():
+        return
+    old = out.with_name(f".{out.name}.replaced-{os.getpid()}")
+    try:
+        os.rename(out, old)
+    except FileNotFoundError:
+        old = None  # type: ignore[assignment]
+    try:
+        os.rename(folder, out)
+    except OSError:
+        if old is not None and not out.exists():
+            os.rename(old, out)  # another node got there first, or the swap failed: undo
+        return
+    if old is not None:
+        _remove_run(old)
+
+
+def _remove_run(folder: Path) -> None:
+    """Delete the harness's files in `folder`, then the folder if nothing else is in it."""
+    for p in folder.iterdir():
+        if is_harness_file(p.name) and p.is_file():
+            p.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+class RankStatus:
+    """This rank's own account of the run, rewritten whole at each change."""
+
+    def __init__(self, folder: Path, rank: int, host: str) -> None:
+        self.path = status_path(folder, rank)
+        self.record: dict[str, Any] = {
+            "rank": rank,
+            "host": host,
+            "pid": os.getpid(),
+            "state": "running",  # running, done, failed, stopped
+            "steps_done": 0,
+            "wrote": [],
+            "reason": None,
+            "updated": None,
+        }
+        self._write()
+
+    def step_done(self, steps: int) -> None:
+        self.record["steps_done"] = steps
+        self._write()
+
+    def wrote(self, name: str) -> None:
+        self.record["wrote"].append(name)
+        self._write()
+
+    def finish(self, state: str, reason: str | None = None) -> None:
+        self.record.update(state=state, reason=reason)
+        self._write()
+
+    def _write(self) -> None:
+        self.record["updated"] = time.time()
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        with contextlib.suppress(OSError):  # an account that cannot be written is no reason to stop
+            tmp.write_text(json.dumps(self.record, indent=1) + "\n")
+            os.replace(tmp, self.path)
+
+
+def remove_tree_if_ours(folder: Path) -> None:
+    """For the sweep: a run folder it made goes only if it holds the harness's files alone."""
+    if folder.is_dir() and not foreign_files(folder):
+        shutil.rmtree(folder)
