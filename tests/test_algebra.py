@@ -2,7 +2,16 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from traceview.algebra import EMPTY, IntervalSet, clip, difference, group_ids, intersect, union
+from traceview.algebra import (
+    EMPTY,
+    IntervalSet,
+    clip,
+    difference,
+    group_ids,
+    intersect,
+    overlap_length,
+    union,
+)
 
 
 def as_pairs(s: IntervalSet) -> list[tuple[int, int]]:
@@ -68,6 +77,6 @@ def test_matches_unit_grid_brute_force(xs, ys):
     b = union([s for s, _ in ys], [e for _, e in ys])
     ca, cb = covered(xs), covered(ys)
     assert a.length == len(ca)
-    assert intersect(a, b).length == len(ca & cb)
+    assert intersect(a, b).length == len(ca & cb) == overlap_length(a, b) == overlap_length(b, a)
     assert difference(a, b).length == len(ca - cb)
     assert covered(as_pairs(union(*(np.concatenate(p) for p in zip(a, b, strict=True))))) == ca | cb

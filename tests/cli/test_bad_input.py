@@ -174,3 +174,47 @@ def test_other_json_in_a_folder_is_skipped_and_said(tmp_path):
         result.err.strip()
         == f"traceview: skipped: {tmp_path / 'config.json'}: not a profiler trace"
     )
+
+
+def test_a_run_record_with_an_impossible_world_is_refused(tmp_path):
+    tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0, world=1))
+    record = {
+        "strategy": "ddp",
+        "world_size": 0,
+        "num_params": 10,
+        "config": {},
+        "global_batch": {"micro_batch": 1, "dp": 1, "grad_accum": 1, "samples": 1, "tokens": 1},
+        "ranks": [],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(record))
+    one_line_error(traceview("compare", tmp_path), 2, "not a run record (world_size 0)")
+
+
+def test_a_sweep_index_pointing_outside_its_folder_is_not_followed(tmp_path):
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    tb.write(tmp_path / "elsewhere" / "rank0.json", tb.document(GOOD))
+    index = {"runs": [{"path": "../elsewhere", "status": "ok"}]}
+    (sweep / "index.json").write_text(json.dumps(index))
+    one_line_error(traceview("compare", sweep), 2, "lists a run outside its folder")
+
+
+def test_an_incomplete_run_with_some_traces_is_said_once(tmp_path):
+    tb.write(tmp_path / "rank0.pt.trace.json.gz", tb.document(GOOD, rank=0, world=2))
+    done = {"rank": 0, "state": "done", "steps_done": 7, "wrote": ["rank0.pt.trace.json.gz"]}
+    silent = {"rank": 1, "state": "running", "steps_done": 3, "wrote": []}
+    for account in (done, silent):
+        (tmp_path / f"rank{account['rank']}.status.json").write_text(json.dumps(account))
+    result = traceview("analyze", tmp_path, "--format", "json")
+    assert result.code == 1
+    expected = (
+        "incomplete run (no run.json): rank 0 finished (wrote rank0.pt.trace.json.gz); "
+        "rank 1 went silent after 3 steps (killed?)"
+    )
+    assert (
+        result.err.strip()
+        == f"traceview: warning: {tmp_path / 'rank0.pt.trace.json.gz'}: {expected}"
+    )
+    (rank,) = json.loads(result.out)["ranks"]
+    assert {"severity": "lossy", "message": expected} in rank["notes"]

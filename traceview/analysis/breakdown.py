@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from traceview.algebra import IntervalSet, clip, difference, intersect
+from traceview.algebra import IntervalSet, clip, overlap_length
 
 METRICS = ("window", "compute", "comm", "overlap", "exposed_comm", "compute_only", "idle")
 
@@ -59,14 +59,15 @@ def breakdown(
             idle_ns=None,
         )
     m = clip(comm, start_ns, end_ns)
-    overlap = intersect(c, m).length
+    # |C ∩ M| is the one measured span; the rest follows: |M \ C| = |M| - |C ∩ M|, ...
+    overlap = overlap_length(c, m)
     return Breakdown(
         start_ns=start_ns,
         end_ns=end_ns,
         compute_ns=c.length,
         comm_ns=m.length,
         overlap_ns=overlap,
-        exposed_comm_ns=difference(m, c).length,
-        compute_only_ns=difference(c, m).length,
+        exposed_comm_ns=m.length - overlap,
+        compute_only_ns=c.length - overlap,
         idle_ns=(end_ns - start_ns) - (c.length + m.length - overlap),
     )

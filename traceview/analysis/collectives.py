@@ -3,10 +3,9 @@ and how much of it no compute covered."""
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
-from traceview.algebra import IntervalSet, union
+from traceview.algebra import covered_length, union
 from traceview.model import Timeline
 
 # nccl-tests' bus bandwidth factors for a group of n ranks.
@@ -50,20 +49,6 @@ def bus_factor(collective: str | None, n: int | None) -> float | None:
     if factor is None or n is None or n < 1:
         return None
     return factor(n)
-
-
-def covered_length(cover: IntervalSet, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """|[s, e) ∩ cover| for many intervals at once, from prefix sums over the cover."""
-    if len(cover) == 0:
-        return np.zeros(starts.size, dtype=np.int64)
-    before = np.concatenate([[0], np.cumsum(cover.ends - cover.starts)])
-
-    def upto(t: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(cover.starts, t, side="right") - 1
-        inside = np.minimum(t, cover.ends[np.maximum(i, 0)]) - cover.starts[np.maximum(i, 0)]
-        return np.where(i < 0, 0, before[np.maximum(i, 0)] + np.maximum(inside, 0))
-
-    return upto(ends) - upto(starts)
 
 
 def collective_calls(timeline: Timeline) -> pl.DataFrame:

@@ -42,9 +42,13 @@ def expand(paths: list[str]) -> list[str]:
         if index.is_file():
             try:
                 runs = json.loads(index.read_text())["runs"]
-                out += [str(path / r["path"]) for r in runs if r.get("status") == "ok"]
-            except (ValueError, KeyError, TypeError) as e:
+                listed = [path / r["path"] for r in runs if r.get("status") == "ok"]
+            except (ValueError, KeyError, TypeError, RecursionError) as e:
                 raise TraceviewError(f"{index}: not a sweep index ({e})") from None
+            for run in listed:  # a sweep's runs are its own subfolders, nothing elsewhere
+                if not run.resolve().is_relative_to(path.resolve()):
+                    raise TraceviewError(f"{index}: lists a run outside its folder: {run}")
+            out += [str(run) for run in listed]
         elif path.is_dir() and not (path / RUN_RECORD).exists():
             children = sorted(p for p in path.iterdir() if (p / RUN_RECORD).is_file())
             out += [str(p) for p in children] or [raw]

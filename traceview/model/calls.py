@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.model import messages
-from traceview.model.names import COMM_CALL, collective_of
+from traceview.model.names import COMM_CALL, collective_of, named
 
 CPU_CALLS_SCHEMA = {
     "pid": pl.Int64,
@@ -34,8 +34,7 @@ _COUNTS, _C10D_SHAPES, _INPUT_SHAPE = 0, 1, 2
 def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame:
     """Every CPU op that is part of launching a collective, with its own arguments."""
     ops = events.filter(
-        pl.col("cat").is_in(["cpu_op", "user_annotation"])
-        & pl.col("name").cast(pl.String).str.contains(COMM_CALL)
+        pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, COMM_CALL)
     ).join(comm_args, on="row", how="left")
     name = pl.col("name").cast(pl.String)
     source = (

@@ -10,7 +10,14 @@ from traceview.algebra import IntervalSet, difference, union
 from traceview.model import messages
 from traceview.model.calls import comm_call_ops, merge_nested
 from traceview.model.messages import trace_groups
-from traceview.model.names import COMM_CALL, GLOO_SPAN, GLOO_THREAD, WAIT_OP, collective_of
+from traceview.model.names import (
+    COMM_CALL,
+    GLOO_SPAN,
+    GLOO_THREAD,
+    WAIT_OP,
+    collective_of,
+    named,
+)
 from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
@@ -25,17 +32,24 @@ _NO_COLLECTIVE = {
 
 
 def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
-    events = trace.events.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]))
-    name = pl.col("name").cast(pl.String)
-    gloo = name.str.contains(GLOO_SPAN)
+    events = trace.events.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"])).select(
+        "row", "pid", "tid", "name", "cat", "ts_ns", "end_ns"
+    )
+    gloo = named(events, GLOO_SPAN)
     # Spans the user names as communication are that, wherever they run; their thread stays
     # a training thread whose other work is compute.
-    custom = (name.str.contains(comm_pattern) & ~gloo) if comm_pattern else pl.lit(False)
+    custom = (named(events, comm_pattern) & ~gloo) if comm_pattern else pl.lit(False)
     is_comm = gloo | custom
-    training = events.join(_comm_threads(trace, events.filter(gloo)), on=["pid", "tid"], how="anti")
-    waiting = name.str.contains(WAIT_OP) | name.str.contains(COMM_CALL)
+    gloo_rows, custom_rows = events.filter(gloo), events.filter(custom)
+    comm_threads = _comm_threads(trace, gloo_rows)
+    training = (
+        events.join(comm_threads, on=["pid", "tid"], how="anti") if comm_threads.height else events
+    )
+    del events  # (each copy of millions of events counts: tiny-event traces)
+    waiting = named(training, WAIT_OP) | named(training, COMM_CALL)
     ops = training.filter((pl.col("cat") == "cpu_op") & ~is_comm & ~waiting)
     compute = _top_level_minus(ops, training.filter(waiting | is_comm))
+    del ops
     autograd = autograd_spans(training)
     calls = innermost(_call_rows(training, trace), "ts_ns", "pid", "tid", autograd, "_autograd")
     calls = innermost(calls, "ts_ns", "pid", "tid", fsdp_spans(training), "_fsdp")
@@ -48,8 +62,8 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     groups, world = trace_groups(trace), trace.meta.world_size
     comm = pl.concat(
         [
-            _with_launching_calls(_comm_rows(events.filter(gloo), trace), calls),
-            _unpaired(_comm_rows(events.filter(custom), trace)),
+            _with_launching_calls(_comm_rows(gloo_rows, trace), calls),
+            _unpaired(_comm_rows(custom_rows, trace)),
         ]
     )
     frames = [

@@ -7,7 +7,7 @@ import polars as pl
 from traceview.model import messages
 from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
 from traceview.model.messages import trace_groups
-from traceview.model.names import COMM_KERNEL, GPU_COLLECTIVE_SPAN, collective_of
+from traceview.model.names import COMM_KERNEL, GPU_COLLECTIVE_SPAN, collective_of, named
 from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
@@ -21,12 +21,9 @@ def has_gpu_activity(trace: Trace) -> bool:
 
 def launches_gpu_work(trace: Trace) -> bool:
     """Whether the CPU side launched GPU work (runtime calls, NCCL collectives), recorded or not."""
-    name = pl.col("name").cast(pl.String)
+    events = trace.events
     return (
-        trace.events.filter(
-            (pl.col("cat") == "runtime") | name.str.contains(GPU_COLLECTIVE_SPAN)
-        ).height
-        > 0
+        events.filter((pl.col("cat") == "runtime") | named(events, GPU_COLLECTIVE_SPAN)).height > 0
     )
 
 
@@ -55,10 +52,9 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
             stream=pl.coalesce("stream", "tid"),
         )
     )
-    name = pl.col("name").cast(pl.String)
-    is_comm = name.str.contains(COMM_KERNEL)
+    is_comm = named(device, COMM_KERNEL)
     if comm_pattern:
-        is_comm = is_comm | name.str.contains(comm_pattern)
+        is_comm = is_comm | named(device, comm_pattern)
     device = device.with_columns(
         kind=pl.when(pl.col("cat") != "kernel")
         .then(pl.lit("memory"))

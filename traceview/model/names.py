@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+import polars as pl
+
 # NCCL/RCCL kernels: ncclKernel_AllReduce_RING_LL_Sum_float(...), ncclDevKernel_Generic(...).
 COMM_KERNEL = r"(?i)^(?:void\s+)?(?:nccl|rccl)"
 # Gloo runs each collective as a span on a pt_gloo_runloop thread: gloo:all_reduce, ...
@@ -61,3 +63,11 @@ def collective_of(name: str | None) -> str | None:
         if fragment in folded:
             return collective
     return None
+
+
+def named(frame: pl.DataFrame, pattern: str, column: str = "name") -> pl.Expr:
+    """True for the rows of `frame` whose name matches `pattern`. The regex runs once per
+    distinct name, not once per event: traces repeat a few thousand names millions of times."""
+    names = frame[column].unique().drop_nulls()
+    hits = names.filter(names.cast(pl.String).str.contains(pattern))
+    return pl.col(column).is_in(hits.implode()) if hits.len() else pl.lit(False)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import polars as pl
 
 from traceview.errors import Note
-from traceview.model.names import MAYBE_COMM_KERNEL
+from traceview.model.names import MAYBE_COMM_KERNEL, named
 from traceview.parse import Trace
 
 SUGGESTED_KERNELS = 3
@@ -17,9 +17,7 @@ SUGGESTED_KERNELS = 3
 def timeline_notes(
     trace: Trace, mode: str, spans: pl.DataFrame, intervals: pl.DataFrame, comm_measured: bool
 ) -> Iterator[Note]:
-    unnumbered = trace.events.filter(
-        pl.col("name").cast(pl.String).str.contains(r"^ProfilerStep#\d{19,}$")
-    ).height
+    unnumbered = trace.events.filter(named(trace.events, r"^ProfilerStep#\d{19,}$")).height
     if unnumbered:
         yield Note(
             message=f"{unnumbered:,} ProfilerStep spans have numbers too long to read: skipped",

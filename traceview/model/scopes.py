@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.model.names import AUTOGRAD_OP, FSDP_SPAN
+from traceview.model.names import AUTOGRAD_OP, FSDP_SPAN, named
 
 SCOPE_SCHEMA = {
     "pid": pl.Int64,
@@ -19,10 +19,7 @@ SCOPE_SCHEMA = {
 def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
     """CPU spans whose names match `pattern`, sorted by start."""
     return (
-        events.filter(
-            pl.col("cat").is_in(["cpu_op", "user_annotation"])
-            & pl.col("name").cast(pl.String).str.contains(pattern)
-        )
+        events.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, pattern))
         .select(
             "pid",
             "tid",

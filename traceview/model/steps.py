@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.model.names import PROFILER_STEP
+from traceview.model.names import PROFILER_STEP, named
 
 STEP_SPANS_SCHEMA = {"step": pl.Int64, "span_start_ns": pl.Int64, "span_end_ns": pl.Int64}
 
@@ -14,7 +14,7 @@ def step_spans(events: pl.DataFrame) -> pl.DataFrame:
     name = pl.col("name").cast(pl.String)
     return (
         events.filter(
-            pl.col("cat").is_in(["user_annotation", "cpu_op"]) & name.str.contains(PROFILER_STEP)
+            pl.col("cat").is_in(["user_annotation", "cpu_op"]) & named(events, PROFILER_STEP)
         )
         .select(
             step=name.str.extract(PROFILER_STEP, 1).cast(pl.Int64, strict=False),

@@ -166,6 +166,10 @@ def category(raw: pl.Expr) -> pl.Expr:
 
 
 def _ids(values: list[object]) -> pl.Series:
+    try:
+        return pl.Series(values, dtype=pl.Int64, strict=True)  # the usual case: ints
+    except (TypeError, OverflowError):
+        pass
     ids = pl.Series(values, dtype=pl.Int64, strict=False)  # odd values become null ...
     if ids.null_count() > values.count(None):  # ... and are read one by one
         at = ids.is_null().arg_true().to_list()

@@ -3,6 +3,7 @@ world size, Ψ), how fast, how much memory, and DDP's bucket layout."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import msgspec
@@ -64,11 +65,29 @@ def read_run_record(folder: Path) -> RunRecord | None:
     if not path.is_file():
         return None
     try:
-        return msgspec.json.decode(path.read_bytes(), type=RunRecord)
-    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        record = msgspec.json.decode(path.read_bytes(), type=RunRecord)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
         raise TraceviewError(f"{path}: not a run record ({e})") from None
     except OSError as e:
         raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
+    if problem := _impossible(record):
+        raise TraceviewError(f"{path}: not a run record ({problem})")
+    return record
+
+
+def _impossible(record: RunRecord) -> str | None:
+    if not 1 <= record.world_size <= 2**31 - 1:
+        return f"world_size {record.world_size}"
+    if record.num_params < 0:
+        return f"num_params {record.num_params}"
+    batch = record.global_batch
+    if min(batch.micro_batch, batch.dp, batch.grad_accum, batch.samples, batch.tokens) < 1:
+        return "a global batch with a count below 1"
+    if any(not math.isfinite(t) or t <= 0 for t in record.step_seconds):
+        return "a step time that is not a positive number"
+    if any(not 0 <= r.rank < record.world_size for r in record.ranks):
+        return "a rank outside the world size"
+    return None
 
 
 STATUS_GLOB = "rank*.status.json"

@@ -47,14 +47,23 @@ def read_trace(
     frames: list[pl.DataFrame] = []
     comm_frames: list[pl.DataFrame] = []
     names: dict[tuple[int, int], list[str]] = {}
-    rows = 0
+    unreadable = Unreadable()
+    raw: list[pl.DataFrame] = []  # decoded batches waiting to be finished together
+    rows = finished_rows = 0
     try:
         for batch in stream.batches():
             frame, comm = complete_events(batch.complete, rows)
             rows += frame.height
-            frames.append(frame)
+            raw.append(frame)
             comm_frames.append(comm)
             thread_names(batch.metadata, names)
+            # Finished in groups: the events are never held twice, and polars' fixed cost per
+            # call is paid once per FINISH_ROWS events, not once per batch.
+            if rows - finished_rows >= FINISH_ROWS:
+                frames.append(_finished(pl.concat(raw), finished_rows, unreadable))
+                raw, finished_rows = [], rows
+        if raw:
+            frames.append(_finished(pl.concat(raw), finished_rows, unreadable))
     except NotATrace as e:
         raise NotATraceError(f"{path}: {e}") from None
     except StreamError as e:
@@ -93,7 +102,12 @@ def read_trace(
                 severity="lossy",
             )
         )
-    events = _finish_events(frames, notes)
+    notes += unreadable.notes()
+    events = (
+        pl.concat(frames, rechunk=False)
+        if frames
+        else _finished(pl.DataFrame(schema=BATCH_SCHEMA), 0, unreadable)
+    )
     return Trace(
         path=path,
         meta=read_meta(result.metadata, notes),
@@ -122,37 +136,76 @@ def _truncation_note(source: ByteSource, lost_trailer: bool, kept: int) -> Note:
     )
 
 
-def _finish_events(frames: list[pl.DataFrame], notes: list[Note]) -> pl.DataFrame:
-    events = pl.concat(frames) if frames else pl.DataFrame(schema=BATCH_SCHEMA)
-    events = events.with_row_index("row").with_columns(
-        pl.col("row").cast(pl.Int64),
-        cat=category(pl.col("cat")),
-        ts_ns=pl.coalesce("ts_exact_ns", nanoseconds(pl.col("ts_us"))),
-        dur_ns=nanoseconds(pl.col("dur_us")),
-    )
-    negative = events.filter(pl.col("dur_ns") < 0).height
-    # An end past int64 nanoseconds (ts and dur each in range, their sum not) is unreadable too.
-    events = events.with_columns(
-        pl.when(pl.col("ts_ns") <= INT64_MAX - pl.col("dur_ns").clip(0)).then(pl.col("ts_ns"))
-    )
-    missing = events.filter(pl.col("ts_ns").is_null() | pl.col("dur_ns").is_null()).height
-    if missing:
-        notes.append(
-            Note(
-                message=f"{missing:,} complete events without a readable ts or dur (missing, "
-                "or beyond int64 nanoseconds) were skipped",
-                severity="lossy",
+@dataclass
+class Unreadable:
+    """Events skipped while finishing the batches, for the notes."""
+
+    missing: int = 0  # no readable ts or dur
+    negative: int = 0  # a negative duration
+
+    def notes(self) -> list[Note]:
+        out = []
+        if self.missing:
+            out.append(
+                Note(
+                    message=f"{self.missing:,} complete events without a readable ts or dur "
+                    "(missing, or beyond int64 nanoseconds) were skipped",
+                    severity="lossy",
+                )
             )
-        )
-    if negative:
-        notes.append(
-            Note(
-                message=f"{negative:,} events with negative durations were skipped",
-                severity="lossy",
+        if self.negative:
+            out.append(
+                Note(
+                    message=f"{self.negative:,} events with negative durations were skipped",
+                    severity="lossy",
+                )
             )
+        return out
+
+
+FINISH_ROWS = 1 << 20
+# Categories no analysis reads (Python frames, Kineto's own spans, GPU annotations): dropped
+# as they are read. Their rows keep their numbers, so the others' stay as the args refer to them.
+USED_CATEGORIES = ("kernel", "memcpy", "memset", "runtime", "cpu_op", "user_annotation")
+
+
+def _finished(frame: pl.DataFrame, first_row: int, unreadable: Unreadable) -> pl.DataFrame:
+    """A batch as Trace.events holds it: integer nanoseconds, categories folded, unreadable
+    events counted and dropped."""
+    events = (
+        frame.lazy()
+        .with_columns(
+            row=pl.int_range(first_row, first_row + pl.len(), dtype=pl.Int64),
+            cat=category(pl.col("cat")),
+            ts_ns=pl.coalesce("ts_exact_ns", nanoseconds(pl.col("ts_us"))),
+            dur_ns=nanoseconds(pl.col("dur_us")),
         )
-    return (
-        events.filter(pl.col("ts_ns").is_not_null() & (pl.col("dur_ns") >= 0))
-        .with_columns(end_ns=pl.col("ts_ns") + pl.col("dur_ns"))
-        .drop("ts_us", "ts_exact_ns", "dur_us", "dur_ns")
+        # An end past int64 nanoseconds (ts and dur each in range, their sum not) is unreadable.
+        .with_columns(
+            pl.when(pl.col("ts_ns") <= INT64_MAX - pl.col("dur_ns").clip(0)).then(pl.col("ts_ns"))
+        )
     )
+    counts = events.select(
+        missing=(pl.col("ts_ns").is_null() | pl.col("dur_ns").is_null()).sum(),
+        negative=(pl.col("dur_ns") < 0).sum(),
+    )
+    kept = events.filter(
+        pl.col("ts_ns").is_not_null()
+        & (pl.col("dur_ns") >= 0)
+        & pl.col("cat").is_in(USED_CATEGORIES)
+    ).select(
+        "row",
+        "ts_ns",
+        end_ns=pl.col("ts_ns") + pl.col("dur_ns"),
+        name="name",
+        cat="cat",
+        pid="pid",
+        tid="tid",
+        correlation="correlation",
+        device="device",
+        stream="stream",
+    )
+    counted, out = pl.collect_all([counts, kept])
+    unreadable.missing += int(counted["missing"][0])
+    unreadable.negative += int(counted["negative"][0])
+    return out
