@@ -71,6 +71,20 @@ def traceview_cmd(path: Path) -> list[str]:
     ]
 
 
+_TINY = '{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":%d,"dur":1}'
+TINY_EVENT_BYTES = len(_TINY % 10**9) + 1
+
+
+def tiny_events(path: Path, size_bytes: int) -> None:
+    """A CPU trace of minimal events, back to back on one thread: the most events per byte a
+    profiler writes, so the most memory per byte an analysis needs."""
+    with path.open("w") as out:
+        out.write('{"traceEvents":[')
+        for i in range(size_bytes // TINY_EVENT_BYTES):
+            out.write(("," if i else "") + _TINY % (10**9 + 2 * i))
+        out.write("]}")
+
+
 def json_load_cmd(path: Path) -> list[str]:
     code = "import json, sys; json.load(open(sys.argv[1], 'rb'))"
     return [sys.executable, "-c", code, str(path)]
@@ -112,6 +126,14 @@ def main() -> None:
     ap.add_argument("--source", type=Path, help="the real trace to tile")
     ap.add_argument("--work", type=Path, default=ROOT / "bench_out", help="where traces are built")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median kept)")
+    ap.add_argument(
+        "--tiny",
+        type=int,
+        default=200,
+        metavar="MB",
+        help="also a trace of that many MB of minimal CPU events, the worst mix for memory "
+        "per byte (0: skip)",
+    )
     args = ap.parse_args()
     source = args.source or next((p for p in DEFAULT_SOURCES if p.exists()), None)
     if source is None or not source.exists():
@@ -148,6 +170,17 @@ def main() -> None:
             row(f"traceview analyze, folder of {args.ranks} × {args.rank_size} MB", size, run)
             + " – |"
         )
+
+    if args.tiny:
+        path = args.work / f"tiny_events_{args.tiny}MB.json"
+        if not path.exists():
+            print(f"building {path.name} ...", file=sys.stderr)
+            tiny_events(path, args.tiny * 10**6)
+        size = path.stat().st_size
+        run = measure(traceview_cmd(path), args.repeat)
+        events = size // TINY_EVENT_BYTES
+        print(row(f"traceview analyze, {args.tiny} MB of tiny events", size, run) + " – |")
+        print(f"\ntiny events: {run.peak_rss_mb * MB / events:,.0f} bytes of peak RSS per event")
 
     if len(singles) >= 2:
         fixed, per_gb = _linear_fit([gb for gb, _ in singles], [r.cpu_s for _, r in singles])

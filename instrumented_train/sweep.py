@@ -176,14 +176,23 @@ def run_point(
         entry["seconds"] = round(time.monotonic() - start, 2)
         raise Interrupted(entry) from None
     entry.update(exit_code=code, seconds=round(time.monotonic() - start, 2))
-    # A run whose record and traces are all written succeeded, whatever its teardown did.
+    entry.update(point_status(folder, dp, code))
+    return entry
+
+
+def point_status(folder: Path, dp: int, exit_code: int) -> dict[str, str]:
+    """A run whose record and every trace are written succeeded, whatever its teardown did."""
     complete = (folder / "run.json").exists() and all(
         (folder / f"rank{r}.pt.trace.json.gz").exists() for r in range(dp)
     )
-    entry["status"] = "ok" if complete else "failed"
-    if complete and code != 0:
-        entry["note"] = f"the run was written whole; torchrun exited with {code} in teardown"
-    return entry
+    if not complete:
+        return {"status": "failed"}
+    if exit_code != 0:
+        return {
+            "status": "ok",
+            "note": f"the run was written whole; torchrun exited with {exit_code} in teardown",
+        }
+    return {"status": "ok"}
 
 
 class Interrupted(Exception):

@@ -158,3 +158,20 @@ def test_sweep_keeps_an_existing_sweep_unless_forced(tmp_path):
     (tmp_path / "index.json").write_text(json.dumps({"runs": []}))
     done = run("--out", str(tmp_path), module="instrumented_train.sweep")
     one_line(done, "sweep: error: ", "already exists")
+
+
+def test_a_run_written_whole_is_ok_whatever_its_teardown(tmp_path):
+    from instrumented_train.sweep import point_status
+
+    folder = tmp_path / "ddp-dp2"
+    folder.mkdir()
+    assert point_status(folder, 2, 0) == {"status": "failed"}  # nothing written
+    for name in ("run.json", "rank0.pt.trace.json.gz"):
+        (folder / name).write_text("{}")
+    assert point_status(folder, 2, 0) == {"status": "failed"}  # rank 1's trace is missing
+    (folder / "rank1.pt.trace.json.gz").write_text("{}")
+    assert point_status(folder, 2, 0) == {"status": "ok"}
+    assert point_status(folder, 2, -6) == {
+        "status": "ok",
+        "note": "the run was written whole; torchrun exited with -6 in teardown",
+    }

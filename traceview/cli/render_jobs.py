@@ -171,7 +171,7 @@ def collectives_table(jobs: Sequence[JobReport], steps: StepSelection | None) ->
             lines += _aligned(table)
         for e in exposed_by_step(table):
             worst = ", ".join(
-                f"{c['label'] or c['collective'] + ' #' + str(c['index'])} "
+                f"{c['label'] or (c['collective'] or 'unknown') + ' #' + str(c['index'])} "
                 f"{c['exposed_us'] / 1000:,.3f} ms"
                 for c in e["calls"][:3]
             )

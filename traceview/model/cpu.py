@@ -94,7 +94,7 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         assign_steps(out, "ts_ns", spans)
         .with_columns(
             device=pl.lit(None, pl.Int32),
-            lane=pl.format("thread {}", "tid"),
+            lane=pl.format("thread {}", pl.col("tid").cast(pl.String).fill_null("?")),
             lane_kind=pl.lit("cpu_thread"),
         )
         .drop("pid", "tid")

@@ -127,6 +127,9 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     ]
     return (
         pl.concat([comm.select(keep), rest.select(keep)])
-        .with_columns(lane=pl.format("stream {}", "stream"), lane_kind=pl.lit("gpu_stream"))
+        .with_columns(
+            lane=pl.format("stream {}", pl.col("stream").cast(pl.String).fill_null("?")),
+            lane_kind=pl.lit("gpu_stream"),
+        )
         .drop("stream")
     )

@@ -180,12 +180,16 @@ class EventStream:
     def _decode(self, doc: bytes) -> Batch:
         """A batch `[...]` of events. msgspec.DecodeError: not valid JSON as a whole."""
         try:
+            return self._decode_utf8(doc)
+        except UnicodeDecodeError:
+            self.result.repaired_events += 1
+            return self._decode_utf8(doc.decode("utf-8", errors="replace").encode())
+
+    def _decode_utf8(self, doc: bytes) -> Batch:
+        try:
             batch = Batch.of(EVENTS.decode(doc))
         except (msgspec.ValidationError, RecursionError):
             return self._decode_by_event(doc)
-        except UnicodeDecodeError:
-            self.result.repaired_events += 1
-            return self._decode(doc.decode("utf-8", errors="replace").encode())
         if needs_precision(batch.complete):
             return Batch.of(PRECISE_EVENTS.decode(doc), precise=True)
         return batch
