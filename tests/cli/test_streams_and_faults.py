@@ -184,3 +184,15 @@ def test_dashboard_port_out_of_range_or_in_use(tmp_path):
         taken = traceview("dashboard", tmp_path, "--port", port)
     assert taken.code == 2 and taken.err.count("\n") == 1
     assert f"cannot serve on 127.0.0.1:{port} (Address already in use)" in taken.err
+
+
+def test_process_substitution(tmp_path):
+    path = tb.write(tmp_path / "t.json.gz", tb.document(GOOD))
+    done = subprocess.run(
+        ["bash", "-c", f'{sys.executable} -m traceview analyze <(cat "{path}") --format csv'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[1].startswith("/dev/fd/") and done.stderr == ""

@@ -172,3 +172,12 @@ def test_event_texts_split_only_outside_strings():
         {"b": [{"c": 1}, {"d": 2}]},
         {"e": '"}, {'},
     ]
+
+
+def test_bytes_that_are_not_utf8_in_the_shapes_of_a_collective(tmp_path):
+    # Shapes are kept undecoded, so the decoder never checks them: read with replacements.
+    op = tb.cpu_op("c10d::allreduce_", 1, 1, **{"Input Dims": [[4]], "Input type": ["float"]})
+    text = doc(op).replace('"float"', '"flo\udcffat"').encode("utf-8", "surrogateescape")
+    trace = read(tmp_path, text)
+    (row,) = trace.comm_args.iter_rows(named=True)
+    assert row["input_type"] == '["flo\ufffdat"]'

@@ -103,7 +103,7 @@ def from_shapes(
         return None, None
     try:
         dims, types = json.loads(input_dims), json.loads(input_type)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None, None
     if not isinstance(dims, list) or not isinstance(types, list):
         return None, None

@@ -127,7 +127,7 @@ def list_length(raw: msgspec.Raw) -> int | None:
         value = msgspec.json.decode(raw)
         if isinstance(value, str):
             value = msgspec.json.decode(value.encode())
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         return None
     return len(value) if isinstance(value, list) else None
 
@@ -221,8 +221,9 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
                 for _, a in comm
             ],
             "seq": [whole(a.seq) for _, a in comm],
-            "input_dims": [bytes(a.input_dims).decode() or None for _, a in comm],
-            "input_type": [bytes(a.input_type).decode() or None for _, a in comm],
+            # Kept raw by the decoder, so not checked as UTF-8 yet: replaced where it is not.
+            "input_dims": [bytes(a.input_dims).decode(errors="replace") or None for _, a in comm],
+            "input_type": [bytes(a.input_type).decode(errors="replace") or None for _, a in comm],
         },
         schema=COMM_ARGS_SCHEMA,
         strict=False,

@@ -66,7 +66,7 @@ def read_run_record(folder: Path) -> RunRecord | None:
         return None
     try:
         record = msgspec.json.decode(path.read_bytes(), type=RunRecord)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as e:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError) as e:
         raise TraceviewError(f"{path}: not a run record ({e})") from None
     except OSError as e:
         raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
@@ -114,7 +114,7 @@ def incomplete_run(folder: Path) -> str | None:
     for path in sorted(folder.glob(STATUS_GLOB)):
         try:
             accounts.append(msgspec.json.decode(path.read_bytes(), type=RankStatus))
-        except (msgspec.DecodeError, msgspec.ValidationError, OSError):
+        except (msgspec.DecodeError, msgspec.ValidationError, OSError, ValueError, RecursionError):
             unreadable += 1
     if not accounts and not unreadable:
         return None
