@@ -64,31 +64,35 @@ def analyze_trace(
     """`max_event_bytes`: the longest event (or stretch without one) read before giving up."""
     trace = read_trace(path, progress, max_event_bytes)
     timeline = build_timeline(trace, comm_pattern)
+    # The events are all in the timeline now: let them go before the measuring starts.
+    meta, size, truncated, notes = trace.meta, trace.size_bytes, trace.truncated, [*trace.notes]
+    path = trace.path
+    del trace
     total = total_breakdown(timeline)
     calls = collective_calls(timeline)
-    notes = [*trace.notes, *timeline.notes]
+    notes += timeline.notes
     if total is None:
         notes.append(Note(message="no compute or communication work in the trace"))
     steps = step_breakdowns(timeline)
-    if trace.truncated:
+    if truncated:
         partial, caveat = partial_steps(timeline, steps)
         steps = [replace(s, partial=s.step in partial) for s in steps]
         notes.append(caveat)
     return RankReport(
-        trace=trace.path,
-        host=trace.meta.host_name,
-        rank=trace.meta.rank,
-        world_size=trace.meta.world_size,
-        backend=trace.meta.backend,
+        trace=path,
+        host=meta.host_name,
+        rank=meta.rank,
+        world_size=meta.world_size,
+        backend=meta.backend,
         mode=timeline.mode,
-        size_bytes=trace.size_bytes,
-        truncated=trace.truncated,
+        size_bytes=size,
+        truncated=truncated,
         notes=tuple(notes),
         total=total,
         steps=tuple(steps),
         before_first_step=before_first_step(timeline),
         collectives=tuple(collective_summaries(calls)),
-        epoch_span_ns=_epoch_span(total, trace.meta.base_time_ns),
+        epoch_span_ns=_epoch_span(total, meta.base_time_ns),
         calls=calls,
         backward_tails=tuple(backward_tails(timeline, calls)),
         intervals=timeline.intervals if keep_intervals else None,
