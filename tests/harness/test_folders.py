@@ -27,7 +27,7 @@ def torchrun(out: Path, *extra: str, nproc: int = 2) -> subprocess.Popen[str]:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def wait_for(condition, seconds: float = 120) -> None:
+def wait_for(condition, seconds: float = 600) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
@@ -95,11 +95,11 @@ def test_an_interrupted_sweep_keeps_a_valid_index(tmp_path):
     cmd = [
         sys.executable, "-m", "instrumented_train.sweep", "--strategies", "ddp,zero1",
         "--dp", "1", "--device", "cpu", "--out", str(out), "--", *SMALL,
-        "--baseline-steps", "400",
+        "--baseline-steps", "150",
     ]  # fmt: skip
     job = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            start_new_session=True)  # fmt: skip
-    wait_for(lambda: (out / "index.json").exists())  # the first point is done
+    # The first point done, the second under way (on a busy machine, minutes).
     wait_for(lambda: status(out / "zero1-dp1", 0).get("steps_done", 0) >= 1)
     os.killpg(job.pid, signal.SIGINT)  # Ctrl-C: the sweep and its torchrun both get it
     _, err = job.communicate(timeout=300)
