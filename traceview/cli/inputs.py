@@ -163,13 +163,15 @@ def finish(text: str, args: argparse.Namespace, loaded: Loaded) -> int:
     write_output(text, args.output)
     for f in loaded.failures:
         _report(f, args)
-    said = set()
+    # One line per loss: the same words on many ranks (a job's note) name its traces once.
+    losses: dict[str, list[str]] = {}
     for r in loaded.reports:
         for n in r.notes:
-            if n.lossy and n.message not in said:
-                say("warning", f"{r.trace}: {n.message}")
-                if n.message.startswith("incomplete run"):
-                    said.add(n.message)  # one job's note, once
+            if n.lossy:
+                losses.setdefault(n.message, []).append(str(r.trace))
+    for message, traces in losses.items():
+        more = f" and {len(traces) - 1:,} more" if len(traces) > 1 else ""
+        say("warning", f"{traces[0]}{more}: {message}")
     if any(f.internal for f in loaded.failures):
         return EXIT_INTERNAL
     if loaded.failures:

@@ -40,19 +40,14 @@ class ByteSource:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.stream = is_stream(path)
+        self.size_on_disk = 0  # unknown for a stream
         if not self.stream:
+            if path.is_dir():
+                raise TraceviewError(f"{path}: is a folder, expected a trace file")
             try:
-                if path.is_dir():
-                    raise TraceviewError(f"{path}: is a folder, expected a trace file")
                 self.size_on_disk = path.stat().st_size
-            except FileNotFoundError:
-                raise TraceviewError(f"{path}: no such file") from None
-            except PermissionError:
-                raise TraceviewError(f"{path}: permission denied") from None
             except OSError as e:
-                raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
-        else:
-            self.size_on_disk = 0
+                raise _unreadable(path, e) from None
         self.compressed = False
         self.cut_short = False
         self.trailing_bytes = 0
@@ -74,22 +69,18 @@ class ByteSource:
             return _Borrowed(sys.stdin.buffer)  # type: ignore[return-value]
         try:
             f = self.path.open("rb")
-            if self.stream and f.isatty():
-                f.close()
-                raise TraceviewError(f"{self.path}: a terminal; pipe a trace in")
-            return f
-        except FileNotFoundError:
-            raise TraceviewError(f"{self.path}: no such file") from None
-        except PermissionError:
-            raise TraceviewError(f"{self.path}: permission denied") from None
         except OSError as e:
-            raise TraceviewError(f"{self.path}: cannot read ({e.strerror or e})") from None
+            raise _unreadable(self.path, e) from None
+        if self.stream and f.isatty():
+            f.close()
+            raise TraceviewError(f"{self.path}: a terminal; pipe a trace in")
+        return f
 
     def _read(self, f: BinaryIO) -> bytes:
         try:
             return f.read(READ_SIZE)
         except OSError as e:
-            raise TraceviewError(f"{self.path}: cannot read ({e.strerror or e})") from None
+            raise _unreadable(self.path, e) from None
 
     def _plain(self, f: BinaryIO, block: bytes, progress: ProgressFn | None) -> Iterator[bytes]:
         consumed = 0
@@ -157,6 +148,14 @@ class ByteSource:
         while more := self._read(f):
             rest += len(more)
         return rest
+
+
+def _unreadable(path: Path, error: OSError) -> TraceviewError:
+    if isinstance(error, FileNotFoundError):
+        return TraceviewError(f"{path}: no such file")
+    if isinstance(error, PermissionError):
+        return TraceviewError(f"{path}: permission denied")
+    return TraceviewError(f"{path}: cannot read ({error.strerror or error})")
 
 
 class _Borrowed:
