@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from instrumented_train.strategies import Parallel
+from traceview.parse.run_record import Bucket
 
 
-def ddp_buckets(par: Parallel) -> list[dict[str, object]] | None:
+def ddp_buckets(par: Parallel) -> list[Bucket] | None:
     """Bucket index -> parameter names and bytes, as DDP rebuilt them after the first steps
     (in gradient-ready order). None when DDP has not reported its layout."""
     if par.ddp is None:
@@ -19,6 +20,6 @@ def ddp_buckets(par: Parallel) -> list[dict[str, object]] | None:
     buckets = []
     for i, (members, size) in enumerate(zip(indices.split(","), sizes.split(","), strict=True)):
         buckets.append(
-            {"index": i, "bytes": int(size), "params": [names[int(j)] for j in members.split()]}
+            Bucket(index=i, bytes=int(size), params=[names[int(j)] for j in members.split()])
         )
     return buckets

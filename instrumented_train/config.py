@@ -4,13 +4,13 @@ The command-line flags are built from these fields (instrumented_train/flags.py)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
-Strategy = Literal["ddp", "zero1", "zero2", "zero3"]
+from traceview.strategies import PRECISION_OF_RUN, STRATEGIES
+
 DeviceChoice = Literal["auto", "cpu", "cuda"]
-Precision = Literal["fp32", "bf16"]
 Preset = Literal["tiny", "small", "gpt2", "medium", "1b"]
 
 
@@ -62,11 +62,11 @@ def _help(text: str, **extra: object) -> dict[str, object]:
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
-    strategy: Strategy = field(
+    strategy: str = field(
         default="ddp",
         metadata=_help(
-            "ddp: DistributedDataParallel; zero1: DDP + ZeroRedundancyOptimizer; zero2/zero3: "
-            "FSDP2 fully_shard per block, keeping / freeing full parameters after forward"
+            "; ".join(f"{s.name}: {s.torch_feature}" for s in STRATEGIES.values()),
+            choices=tuple(STRATEGIES),
         ),
     )
     preset: Preset = field(default="tiny", metadata=_help("model size"))
@@ -88,7 +88,10 @@ class RunConfig:
     bucket_cap_mb: float | None = field(
         default=None, metadata=_help("DDP gradient bucket size (ddp, zero1; default 25)")
     )
-    precision: Precision = field(default="fp32", metadata=_help("bf16: mixed precision (GPU)"))
+    precision: str = field(
+        default="fp32",
+        metadata=_help("bf16: mixed precision (GPU)", choices=tuple(PRECISION_OF_RUN)),
+    )
     device: DeviceChoice = field(
         default="auto", metadata=_help("auto: CUDA + NCCL when a GPU is present, else CPU + Gloo")
     )
@@ -97,6 +100,14 @@ class RunConfig:
     force: bool = field(default=False, metadata=_help("replace an existing run folder"))
 
     def __post_init__(self) -> None:
+        for name in ("strategy", "precision"):
+            choices = _FIELDS[name].metadata["choices"]
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"--{name} must be one of {', '.join(choices)}")
+        for name in ("strategy", "precision"):
+            choices = _FIELDS[name].metadata["choices"]
+            if getattr(self, name) not in choices:
+                raise ConfigError(f"--{name} must be one of {', '.join(choices)}")
         for name, (lo, hi) in _BOUNDS.items():
             value = getattr(self, name)
             if value is None:
@@ -116,8 +127,9 @@ class RunConfig:
         if self.lr <= 0:
             raise ConfigError("--lr must be positive")
         if self.bucket_cap_mb is not None:
-            if self.strategy not in ("ddp", "zero1"):
-                raise ConfigError("--bucket-cap-mb applies to ddp and zero1 only")
+            if not STRATEGIES[self.strategy].ddp_buckets:
+                with_buckets = " and ".join(s.name for s in STRATEGIES.values() if s.ddp_buckets)
+                raise ConfigError(f"--bucket-cap-mb applies to {with_buckets} only")
             if self.bucket_cap_mb <= 0:
                 raise ConfigError("--bucket-cap-mb must be positive")
         tokens = self.seq_len * self.micro_batch
@@ -143,3 +155,6 @@ class RunConfig:
 
     def as_record(self) -> dict[str, object]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+
+
+_FIELDS = {f.name: f for f in fields(RunConfig)}

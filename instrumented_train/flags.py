@@ -42,6 +42,8 @@ def build_parser(prog: str = "python -m instrumented_train") -> argparse.Argumen
         options: dict[str, object] = {"help": f.metadata.get("help", ""), "default": f.default}
         if kind is bool:
             options["action"] = argparse.BooleanOptionalAction
+        elif "choices" in f.metadata:
+            options["choices"] = f.metadata["choices"]
         elif typing.get_origin(kind) is typing.Literal:
             options["choices"] = typing.get_args(kind)
         elif kind in (int, float):

@@ -14,6 +14,7 @@ import torch
 
 from instrumented_train.distributed import DistEnv
 from instrumented_train.strategies import Parallel
+from traceview.parse.run_record import PeakMemory
 
 
 @dataclass(frozen=True)
@@ -76,11 +77,8 @@ def readings_record(readings: dict[str, Reading]) -> dict[str, dict[str, int]]:
     return {phase: asdict(r) for phase, r in readings.items()}
 
 
-def peak_memory(env: DistEnv) -> dict[str, object]:
+def peak_memory(env: DistEnv) -> PeakMemory:
     if env.is_cuda:
-        return {"kind": "cuda_max_allocated", "bytes": torch.cuda.max_memory_allocated(env.device)}
+        return PeakMemory("cuda_max_allocated", torch.cuda.max_memory_allocated(env.device))
     # ru_maxrss is in KiB on Linux.
-    return {
-        "kind": "process_peak_rss",
-        "bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
-    }
+    return PeakMemory("process_peak_rss", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)

@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from instrumented_train.config import RunConfig
 from instrumented_train.distributed import DistEnv
+from traceview.parse.run_record import TRACE_METADATA_KEY, TraceRun
 
 
 def trace_path(out: Path, rank: int) -> Path:
     return out / f"rank{rank}.pt.trace.json.gz"
 
 
-METADATA_KEY = "traceview_run"
-
-
-def add_run_metadata(prof: profile, run_meta: dict[str, object]) -> None:
-    """The run configuration inside the trace (a top-level key); the profiler must be tracing."""
-    prof.add_metadata_json(METADATA_KEY, json.dumps(run_meta))
+def add_run_metadata(prof: profile, run: TraceRun) -> None:
+    """The run's identity inside the trace (a top-level key traceview reads); the profiler must
+    be tracing."""
+    prof.add_metadata_json(TRACE_METADATA_KEY, msgspec.json.encode(run).decode())
 
 
 def make_profiler(

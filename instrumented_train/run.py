@@ -18,6 +18,7 @@ from instrumented_train.distributed import DistEnv, init_distributed, shutdown
 from instrumented_train.record import gather_and_write
 from instrumented_train.strategies import build
 from instrumented_train.train import run_steps
+from traceview.parse.run_record import RECORD_VERSION, TraceRun
 
 log = logging.getLogger("instrumented_train")
 
@@ -67,11 +68,12 @@ def _train(cfg: RunConfig, env: DistEnv, folder: Path, status: folders.RankStatu
         env.device,
         f"{sum(p.numel() for p in par.module.parameters()):,}",
     )
-    meta: dict[str, object] = {
-        "strategy": cfg.strategy,
-        "world_size": env.world_size,
-        "config": cfg.as_record(),
-    }
+    meta = TraceRun(
+        record_version=RECORD_VERSION,
+        strategy=cfg.strategy,
+        world_size=env.world_size,
+        config=cfg.as_record(),
+    )
     result = run_steps(cfg, env, par, meta, folder, status)
     gather_and_write(cfg, env, par, result, folder)
     if env.rank == 0:

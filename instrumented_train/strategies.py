@@ -11,17 +11,16 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from instrumented_train.config import ConfigError, RunConfig, Strategy
+from instrumented_train.config import ConfigError, RunConfig
 from instrumented_train.distributed import DistEnv
 from instrumented_train.model import GPT
+from traceview.strategies import STRATEGIES
 
-MIN_TORCH = {"ddp": (1, 11), "zero1": (1, 11), "zero2": (2, 6), "zero3": (2, 6)}
 
-
-def unsupported_reason(strategy: Strategy, torch_version: str) -> str | None:
+def unsupported_reason(strategy: str, torch_version: str) -> str | None:
     """Why the installed torch cannot run `strategy`, or None."""
     major, minor = (int(x) for x in torch_version.split("+")[0].split(".")[:2])
-    need = MIN_TORCH[strategy]
+    need = STRATEGIES[strategy].min_torch
     if (major, minor) < need:
         return (
             f"--strategy {strategy} needs torch >= {need[0]}.{need[1]} (installed: {torch_version})"
@@ -47,7 +46,7 @@ def build(cfg: RunConfig, env: DistEnv) -> Parallel:
         raise ConfigError(reason)
     torch.manual_seed(cfg.seed)  # identical initial weights on every rank, for every strategy
     module = GPT(cfg.model, cfg.seq_len).to(env.device)
-    if cfg.strategy in ("ddp", "zero1"):
+    if STRATEGIES[cfg.strategy].wrapper == "ddp":
         return _ddp(cfg, env, module)
     return _fsdp(cfg, env, module)
 
@@ -60,7 +59,7 @@ def _ddp(cfg: RunConfig, env: DistEnv, module: GPT) -> Parallel:
     )
     optimizer: torch.optim.Optimizer
     local: torch.optim.Optimizer
-    if cfg.strategy == "zero1":
+    if STRATEGIES[cfg.strategy].shards_optimizer_only:
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
         zero = ZeroRedundancyOptimizer(
@@ -84,7 +83,7 @@ def _ddp(cfg: RunConfig, env: DistEnv, module: GPT) -> Parallel:
 def _fsdp(cfg: RunConfig, env: DistEnv, module: GPT) -> Parallel:
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    reshard = cfg.strategy == "zero3"  # ZeRO-2 keeps full parameters from forward to backward
+    reshard = STRATEGIES[cfg.strategy].reshard_after_forward
     policy = MixedPrecisionPolicy(
         param_dtype=torch.bfloat16 if cfg.precision == "bf16" else None,
         reduce_dtype=torch.float32 if cfg.precision == "bf16" else None,

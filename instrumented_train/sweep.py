@@ -21,16 +21,17 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import torch
 
 from instrumented_train import folders
-from instrumented_train.config import ConfigError, Strategy
+from instrumented_train.config import ConfigError
 from instrumented_train.distributed import check_devices
 from instrumented_train.flags import parse_config
 from instrumented_train.record import write_json_atomically
 from instrumented_train.strategies import unsupported_reason
+from traceview.strategies import STRATEGIES
 
 INDEX = "index.json"
 LOGS = "logs"
@@ -70,9 +71,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "--strategies", type=_list(str, get_args(Strategy)), default=list(get_args(Strategy))
-    )
+    p.add_argument("--strategies", type=_list(str, tuple(STRATEGIES)), default=list(STRATEGIES))
     p.add_argument("--dp", type=_list(int), default=[1, 2, 4], help="data-parallel degrees")
     p.add_argument("--out", type=Path, required=True, help="sweep folder to create")
     p.add_argument("--force", action="store_true", help="replace an existing sweep folder")
@@ -135,7 +134,7 @@ def _foreign(out: Path) -> list[str]:
 
 def run_flags(args: argparse.Namespace, strategy: str, passed: list[str]) -> list[str]:
     flags = ["--strategy", strategy, "--device", args.device, *passed]
-    if args.bucket_cap_mb is not None and strategy in ("ddp", "zero1"):
+    if args.bucket_cap_mb is not None and STRATEGIES[strategy].ddp_buckets:
         flags += ["--bucket-cap-mb", str(args.bucket_cap_mb)]
     return flags
 

@@ -17,6 +17,7 @@ from instrumented_train.folders import RankStatus
 from instrumented_train.model import loss_fn, synthetic_batch
 from instrumented_train.profiling import add_run_metadata, make_profiler
 from instrumented_train.strategies import Parallel
+from traceview.parse.run_record import TraceRun
 
 log = logging.getLogger("instrumented_train")
 
@@ -74,7 +75,7 @@ def run_steps(
     cfg: RunConfig,
     env: DistEnv,
     par: Parallel,
-    run_meta: dict[str, object],
+    run_meta: TraceRun,
     folder: Path,
     status: RankStatus,
 ) -> RankResult:

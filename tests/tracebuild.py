@@ -169,3 +169,43 @@ def cpu_example() -> list[Event]:
         span("gloo:all_reduce", 41, 34, tid=2, **{"Input Dims": [[1000]], "Input type": ["float"]}),
         span("gloo:all_reduce", 90, 20, tid=2),
     ]
+
+
+# Parameters (Ψ) of the runs run_folder writes.
+PSI = 1000
+
+
+def run_folder(
+    root: Path,
+    name: str,
+    *,
+    strategy: str = "ddp",
+    dp: int = 1,
+    steps: list[float],
+    profiled: tuple[int, ...] = (),
+    precision: str = "fp32",
+) -> Path:
+    """A run folder: the gpu_example trace (world size `dp`) and a run record with these step
+    times (seconds, every step of the run; `profiled` the indices that were profiled), Ψ = PSI."""
+    folder = root / name
+    folder.mkdir()
+    write(folder / "rank0.json", document(gpu_example(), rank=0, world=dp))
+    record: dict[str, Any] = {
+        "record_version": 1,
+        "strategy": strategy,
+        "world_size": dp,
+        "num_params": PSI,
+        "config": {"precision": precision},
+        "global_batch": {
+            "micro_batch": 4,
+            "dp": dp,
+            "grad_accum": 1,
+            "samples": 4 * dp,
+            "tokens": 256 * dp,
+        },
+        "ranks": [{"rank": 0, "model_state_bytes": {"params": 1, "grads": 1, "optimizer": 1}}],
+        "step_seconds": steps,
+        "profiled_steps": [{"run_step": i, "profiler_step": i} for i in profiled],
+    }
+    (folder / "run.json").write_text(json.dumps(record))
+    return folder

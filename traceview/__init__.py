@@ -1,25 +1,74 @@
 """traceview: where does data-parallel training step time go, and how much communication is
-hidden behind compute? Parse PyTorch profiler traces and measure it per rank, step and bucket."""
+hidden behind compute? Parse PyTorch profiler traces and measure it per rank, step and bucket.
+
+    import traceview
+    job = traceview.load("runs/ddp-dp2")       # a trace, or a folder of one job's rank traces
+    job.ranks[0].total.exposed_comm_ns         # each rank's Breakdown, in ns; .steps per step
+    job.calls                                  # every collective call (JOB_CALLS_SCHEMA)
+    runs = traceview.load_runs(["sweep/"])     # many runs: runs.scaling(), runs.predictions()
+"""
 
 __version__ = "0.1.0"
 
+from traceview.algebra import IntervalSet, union
 from traceview.analysis import (
+    JOB_CALLS_SCHEMA,
+    BeforeFirstStep,
     Breakdown,
     CollectiveSummary,
     RankReport,
     StepBreakdown,
-    analyze_trace,
 )
+from traceview.analysis.cross_rank import CrossRank, RankAlignment, StepSkew
+from traceview.analysis.fits import AlphaBetaFit
+from traceview.analysis.prediction import Prediction
+from traceview.analysis.scaling import ScalingRow
+from traceview.analysis.spans import overlap_spans
+from traceview.analysis.theory import layout_bytes, model_state_bytes, run_precision
 from traceview.errors import Note, TraceviewError
-from traceview.model import Timeline, build_timeline
+from traceview.loader import (
+    Failure,
+    Job,
+    Runs,
+    RunSource,
+    RunSummary,
+    analyze_trace,
+    find_runs,
+    load,
+    load_runs,
+    summarize,
+)
+from traceview.model import INTERVALS_SCHEMA, Timeline, build_timeline
 from traceview.parse import Trace, TraceMeta, read_trace
+from traceview.parse.run_record import RunRecord
+from traceview.strategies import STATE_CATEGORIES, STRATEGIES, Precision, Strategy
 
 __all__ = [
+    "INTERVALS_SCHEMA",
+    "JOB_CALLS_SCHEMA",
+    "STATE_CATEGORIES",
+    "STRATEGIES",
+    "AlphaBetaFit",
+    "BeforeFirstStep",
     "Breakdown",
     "CollectiveSummary",
+    "CrossRank",
+    "Failure",
+    "IntervalSet",
+    "Job",
     "Note",
+    "Precision",
+    "Prediction",
+    "RankAlignment",
     "RankReport",
+    "RunRecord",
+    "RunSource",
+    "RunSummary",
+    "Runs",
+    "ScalingRow",
     "StepBreakdown",
+    "StepSkew",
+    "Strategy",
     "Timeline",
     "Trace",
     "TraceMeta",
@@ -27,5 +76,14 @@ __all__ = [
     "__version__",
     "analyze_trace",
     "build_timeline",
+    "find_runs",
+    "layout_bytes",
+    "load",
+    "load_runs",
+    "model_state_bytes",
+    "overlap_spans",
     "read_trace",
+    "run_precision",
+    "summarize",
+    "union",
 ]

@@ -15,6 +15,11 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 
+# How a bug is named wherever one is reported; the CLI adds where to see its traceback.
+A_BUG = "(a bug in traceview)"
+A_BUG_DEBUG = "(a bug in traceview; --debug shows where)"
+
+
 def one_line(text: str) -> str:
     """`text` with its control characters escaped (a file name may hold a newline)."""
     if text.isprintable():

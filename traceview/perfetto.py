@@ -12,8 +12,8 @@ from typing import Any, BinaryIO
 import msgspec
 import polars as pl
 
-from traceview.algebra import IntervalSet, difference, intersect, union
-from traceview.analysis.job import JobReport
+from traceview.analysis.spans import overlap_spans
+from traceview.loader import Job
 
 ANNOTATION_TRACKS = ("overlap", "exposed comm")
 
@@ -22,11 +22,7 @@ def _us(ns: int) -> float:
     return round(ns / 1000, 3)
 
 
-def _set(rows: pl.DataFrame) -> IntervalSet:
-    return union(rows["ts_ns"].to_numpy(), rows["end_ns"].to_numpy())
-
-
-def annotated_events(job: JobReport) -> Iterator[dict[str, Any]]:
+def annotated_events(job: Job) -> Iterator[dict[str, Any]]:
     offsets: dict[int | None, float] = (
         {a.rank: a.offset_ns for a in job.cross_rank.ranks} if job.cross_rank else {}
     )
@@ -58,9 +54,7 @@ def annotated_events(job: JobReport) -> Iterator[dict[str, Any]]:
                 "tid": tid,
                 "args": {"sort_index": tid},
             }
-        compute = _set(work.filter(pl.col("kind") == "compute"))
-        comm = _set(work.filter(pl.col("kind") == "comm"))
-        for tid, spans in ((1, intersect(compute, comm)), (2, difference(comm, compute))):
+        for tid, spans in enumerate(overlap_spans(work), start=1):
             for s, e in zip(spans.starts.tolist(), spans.ends.tolist(), strict=True):
                 yield {
                     "ph": "X",
@@ -91,23 +85,19 @@ def annotated_events(job: JobReport) -> Iterator[dict[str, Any]]:
             }
 
 
-def _call_labels(job: JobReport) -> dict[tuple[int | None, int], dict[str, Any]]:
+def _call_labels(job: Job) -> dict[tuple[int | None, int], dict[str, Any]]:
     """(rank, start) -> what `traceview collectives` says of that call."""
     calls = job.calls
     if calls.height == 0:
         return {}
-    wanted = [
-        c
-        for c in ("bucket", "wait_ns", "transfer_ns", "exposed_ns", "busbw_gbps")
-        if c in calls.columns
-    ]
+    wanted = ["bucket", "label", "wait_ns", "transfer_ns", "exposed_ns", "busbw_gbps"]
     return {
         (row["rank"], row["start_ns"]): {k: row[k] for k in wanted if row[k] is not None}
         for row in calls.select("rank", "start_ns", *wanted).iter_rows(named=True)
     }
 
 
-def write_annotated(job: JobReport, sink: BinaryIO, compress: bool) -> int:
+def write_annotated(job: Job, sink: BinaryIO, compress: bool) -> int:
     """Write the timeline to `sink` (gzip if `compress`); returns the number of events."""
     encode = msgspec.json.Encoder().encode
     count = 0
@@ -118,7 +108,7 @@ def write_annotated(job: JobReport, sink: BinaryIO, compress: bool) -> int:
             count += 1
         cross = job.cross_rank
         meta = {
-            "source": str(job.folder or job.ranks[0].trace),
+            "source": job.name,
             "clock": f"aligned on rank {cross.reference_rank}"
             if cross is not None and cross.aligned
             else "as recorded",

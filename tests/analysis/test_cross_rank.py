@@ -8,10 +8,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import traceview
 from tests import tracebuild as tb
-from traceview.analysis import analyze_trace
-from traceview.analysis.cross_rank import ENDS_SLACK_NS, ENDS_SLACK_SHARE
-from traceview.analysis.job import analyze_job
+from traceview.analysis.matching import ENDS_SLACK_NS, ENDS_SLACK_SHARE
 
 US = 1000
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "traces"
@@ -40,8 +39,9 @@ def rank_trace(tmp_path, rank, shift, calls, host, seqs=None):
     return tb.write(tmp_path / f"rank{rank}.json", doc)
 
 
-def job_of(tmp_path, ranks):
-    return analyze_job(tmp_path, [analyze_trace(p) for p in ranks])
+def job_of(folder, ranks):
+    assert {p.parent for p in ranks} == {folder}  # the folder holds these traces alone
+    return traceview.load(folder)
 
 
 def pairs(cross, shift_us=0):
@@ -89,7 +89,7 @@ def test_matches_that_cannot_hold_leave_the_job_not_aligned(tmp_path):
     cross = job.cross_rank
     assert not cross.aligned and cross.ranks == () and cross.straggler is None
     assert cross.reason.startswith("3 of 3 matched")
-    assert "wait_ns" not in job.calls.columns and job.fit_on == "duration"
+    assert job.calls["wait_ns"].null_count() == job.calls.height and job.fit_on == "duration"
 
 
 def test_sequence_numbers_match_across_a_missing_call(tmp_path):
@@ -102,7 +102,7 @@ def test_sequence_numbers_match_across_a_missing_call(tmp_path):
 
 
 def test_real_sampled_job_keeps_only_pairs_that_end_together():
-    job = job_of(None, sorted((FIXTURES / "nccl_sampled_w128").iterdir()))
+    job = job_of(FIXTURES / "nccl_sampled_w128", sorted((FIXTURES / "nccl_sampled_w128").iterdir()))
     cross = job.cross_rank
     assert cross.aligned and cross.matched_by == "end times"
     # Independently: same-type calls of the two ranks ending within 1 ms of each other. Both

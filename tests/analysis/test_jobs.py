@@ -1,13 +1,14 @@
 """Across ranks and runs, on hand-built traces whose answers are computed by hand (µs)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
+import traceview
 from tests import tracebuild as tb
-from traceview.analysis import analyze_trace
-from traceview.analysis.comm_summary import fit_alpha_beta
-from traceview.analysis.job import analyze_job
+from traceview import analyze_trace
+from traceview.analysis.fits import fit_alpha_beta
 
 US = 1000
 
@@ -49,10 +50,9 @@ def job(tmp_path):
     # collective 1 - arrive at 400, 380, 450, all end at 480.
     arrivals = {0: (100, 400), 1: (130, 380), 2: (110, 450)}
     shifts = {0: 0, 1: 5000, 2: -2000}
-    paths = [
-        rank_trace(tmp_path, r, shifts[r], arrivals[r], (150, 480), f"node{r}") for r in range(3)
-    ]
-    return analyze_job(tmp_path, [analyze_trace(p) for p in paths])
+    for r in range(3):
+        rank_trace(tmp_path, r, shifts[r], arrivals[r], (150, 480), f"node{r}")
+    return traceview.load(tmp_path)
 
 
 def test_clock_offsets_from_collective_ends(job):
@@ -73,21 +73,17 @@ def test_wait_and_transfer_split_at_the_last_arrival(job):
 
 
 def test_the_rank_that_arrives_last_most_often_is_the_straggler(tmp_path):
-    paths = [
+    for r, arr in enumerate([(100, 400), (140, 460), (110, 420)]):
         rank_trace(tmp_path, r, 0, arr, (150, 480), f"n{r}")
-        for r, arr in enumerate([(100, 400), (140, 460), (110, 420)])
-    ]
-    job = analyze_job(tmp_path, [analyze_trace(p) for p in paths])
+    job = traceview.load(tmp_path)
     assert job.cross_rank.straggler == 1
     assert job.cross_rank.of(1).last_arrivals == 2
 
 
 def test_one_host_shares_one_clock(tmp_path):
-    paths = [
+    for r, arr in enumerate([(100, 400), (130, 380), (110, 450)]):
         rank_trace(tmp_path, r, 0, arr, (150, 480 + r), "same-host")
-        for r, arr in enumerate([(100, 400), (130, 380), (110, 450)])
-    ]
-    cross = analyze_job(tmp_path, [analyze_trace(p) for p in paths]).cross_rank
+    cross = traceview.load(tmp_path).cross_rank
     assert [a.offset_ns for a in cross.ranks] == [0, 0, 0]  # not estimated: ends differ for real
     assert [a.residual_ns for a in cross.ranks] == [0, 0.5 * US, 1 * US]
 
@@ -121,7 +117,8 @@ def test_matching_by_order_when_no_sequence_is_recorded(tmp_path):
             tb.document(events, rank=rank, world=2, host_name=f"h{rank}"),
         )
 
-    job = analyze_job(tmp_path, [analyze_trace(trace(0, 0)), analyze_trace(trace(1, 777))])
+    trace(0, 0), trace(1, 777)
+    job = traceview.load(tmp_path)
     assert job.cross_rank.matched == 2
     assert job.cross_rank.of(1).offset_ns == 777 * US
 
@@ -137,6 +134,7 @@ def test_ddp_buckets_are_labelled_from_the_run_record(tmp_path):
     (tmp_path / "run.json").write_text(
         json.dumps(
             {
+                "record_version": 1,
                 "strategy": "ddp",
                 "world_size": 1,
                 "num_params": 4000,
@@ -158,7 +156,7 @@ def test_ddp_buckets_are_labelled_from_the_run_record(tmp_path):
             }
         )
     )
-    job = analyze_job(tmp_path, [analyze_trace(tmp_path / "rank0.json")])
+    job = traceview.load(tmp_path)
     assert job.calls.sort("start_ns")["bucket"].to_list() == [0, 1]
     assert job.calls["backward"].to_list() == [True, True]
     assert job.cross_rank is None  # one rank
@@ -207,8 +205,9 @@ def test_alpha_beta_fit_recovers_latency_and_bandwidth():
     assert fit.bandwidth_gbps == pytest.approx(10.0, rel=1e-4)
     assert fit.confidence == "high" and fit.r2 == pytest.approx(1.0)
     assert fit.size_for_90pct_bytes == pytest.approx(9 * alpha_ns * bw, rel=1e-3)  # 4.5 MB
-    assert "larger buckets would help" in fit.advice(1e6)
-    assert "only start communication later" in fit.advice(25e6)
+    assert fit.median_bytes == 6e6  # of 1, 2, 4, 8, 16, 32 MB
+    assert "the median is 6.0 MB: larger buckets would only start" in fit.advice
+    assert "larger buckets would help" in replace(fit, median_bytes=1e6).advice
 
 
 def test_alpha_beta_fit_says_when_it_cannot():
@@ -219,7 +218,7 @@ def test_alpha_beta_fit_says_when_it_cannot():
     )
     fit = fit_alpha_beta(one_size, "all_reduce")
     assert fit.confidence == "low" and fit.size_for_90pct_bytes is None
-    assert "no recommendation" in fit.advice(10)
+    assert fit.advice.startswith("no recommendation (1 distinct message size(s)")
 
 
 def test_alpha_beta_fit_gives_no_size_when_size_explains_little():
@@ -232,4 +231,4 @@ def test_alpha_beta_fit_gives_no_size_when_size_explains_little():
     )
     fit = fit_alpha_beta(calls, "all_reduce")
     assert fit.confidence == "low" and fit.size_for_90pct_bytes is None
-    assert fit.advice(2e6).startswith("no recommendation (")
+    assert fit.advice.startswith("no recommendation (")

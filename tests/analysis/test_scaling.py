@@ -3,56 +3,19 @@ are computed by hand."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+import traceview
 from tests import tracebuild as tb
-from traceview.analysis import analyze_trace, theory
-from traceview.analysis.job import analyze_job
-from traceview.analysis.scaling import scaling_rows
 
-PSI = 1000
-
-
-def run_folder(
-    root: Path,
-    name: str,
-    *,
-    strategy: str = "ddp",
-    dp: int = 1,
-    steps: list[float],
-    profiled: tuple[int, ...] = (),
-    precision: str = "fp32",
-) -> Path:
-    folder = root / name
-    folder.mkdir()
-    tb.write(folder / "rank0.json", tb.document(tb.gpu_example(), rank=0, world=dp))
-    record: dict[str, Any] = {
-        "strategy": strategy,
-        "world_size": dp,
-        "num_params": PSI,
-        "config": {"precision": precision},
-        "global_batch": {
-            "micro_batch": 4,
-            "dp": dp,
-            "grad_accum": 1,
-            "samples": 4 * dp,
-            "tokens": 256 * dp,
-        },
-        "ranks": [{"rank": 0, "model_state_bytes": {"params": 1, "grads": 1, "optimizer": 1}}],
-        "step_seconds": steps,
-        "profiled_steps": [{"run_step": i, "profiler_step": i} for i in profiled],
-    }
-    (folder / "run.json").write_text(json.dumps(record))
-    return folder
+PSI = tb.PSI
+run_folder = tb.run_folder
 
 
 def rows(*folders: Path):
-    jobs = [analyze_job(f, [analyze_trace(f / "rank0.json")]) for f in folders]
-    return {(r.strategy, r.dp): r for r in scaling_rows(jobs)}
+    return {(r.strategy, r.dp): r for r in traceview.load_runs(folders).scaling()}
 
 
 def test_step_time_is_the_median_with_its_spread_and_noise_is_said(tmp_path):
@@ -112,7 +75,7 @@ def test_memory_theory_follows_the_runs_precision(tmp_path, strategy, precision,
         tmp_path, "run", strategy=strategy, dp=2, steps=[1, 1, 1], precision=precision
     )
     row = rows(folder)[(strategy, 2)]
-    assert row.precision == theory.PRECISION_OF_RUN[precision]
+    assert row.precision == traceview.strategies.PRECISION_OF_RUN[precision]
     assert row.model_state_theory_bytes == pytest.approx(textbook)
     assert row.model_state_layout_bytes == (None if layout is None else pytest.approx(layout))
 

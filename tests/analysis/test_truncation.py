@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests import tracebuild as tb
-from traceview.analysis import analyze_trace
+from traceview import analyze_trace
 
 
 def test_the_steps_after_the_cut_are_partial_and_the_loss_is_said(tmp_path):

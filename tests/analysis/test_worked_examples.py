@@ -4,7 +4,7 @@
 import pytest
 
 from tests import tracebuild as tb
-from traceview.analysis import analyze_trace
+from traceview import analyze_trace
 
 US = 1000
 

@@ -40,6 +40,9 @@ def test_exported_tracks_add_up_to_the_analysis(tmp_path):
     assert min(e["ts"] for e in events if e["ph"] == "X") == 0
 
 
-def test_export_needs_an_output_file():
+def test_export_without_output_writes_the_timeline_to_stdout(tmp_path):
+    out = tmp_path / "timeline.json"
+    assert traceview("export", RUN, "--output", out).code == 0
     result = traceview("export", RUN)
-    assert result.code == 2 and "export needs --output FILE" in result.err
+    assert result.code == 0, result.err
+    assert json.loads(result.out) == json.loads(out.read_text())  # the same document, plain

@@ -122,7 +122,7 @@ def test_an_internal_error_is_one_line_with_its_own_exit_code(tmp_path, monkeypa
     def broken(*args, **kwargs):
         raise RuntimeError("something impossible")
 
-    monkeypatch.setattr("traceview.runner.analyze_trace", broken)
+    monkeypatch.setattr("traceview.loader.parallel.analyze_trace", broken)
     assert cli.main(["analyze", str(path)]) == 3
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [
@@ -131,7 +131,7 @@ def test_an_internal_error_is_one_line_with_its_own_exit_code(tmp_path, monkeypa
     ]
     assert cli.main(["--debug", "analyze", str(path)]) == 3
     assert "Traceback (most recent call last)" in capsys.readouterr().err
-    monkeypatch.setattr("traceview.cli.analyze.run", broken)
+    monkeypatch.setattr("traceview.cli.commands.analyze.run", broken)
     assert cli.main(["analyze", str(path)]) == 3
     assert capsys.readouterr().err.startswith("traceview: internal error: RuntimeError")
 

@@ -183,8 +183,10 @@ def test_a_bug_is_a_message_not_a_traceback(monkeypatch, tmp_path):
     def broken(*args, **kwargs):
         raise RuntimeError("something impossible")
 
-    monkeypatch.setattr("traceview.dashboard.data.analyze_trace", broken)
+    monkeypatch.setattr("traceview.loader.parallel.analyze_trace", broken)
     at = page("overlap", tmp_path, monkeypatch, run="ddp-dp1")
-    assert at.error[0].value == (
-        "ddp-dp1: internal error: RuntimeError: something impossible (a bug in traceview)"
+    (error,) = at.error
+    assert error.value.startswith("ddp-dp1: ") and error.value.endswith(
+        "rank0.pt.trace.json.gz: internal error: RuntimeError: something impossible "
+        "(a bug in traceview)"
     )

@@ -1,13 +1,14 @@
 """What each strategy's real run writes: traces with the collectives it should, a run record,
 model-state bytes that match the ZeRO formulas, and the same losses under every strategy."""
 
-import gzip
-import json
+import shutil
 
 import pytest
 
+import traceview
 from tests.harness.conftest import ACTIVE_STEPS
-from traceview.analysis import analyze_trace
+from traceview import analyze_trace
+from traceview.parse.run_record import RECORD_VERSION, read_run_record
 
 pytestmark = pytest.mark.slow
 N = 2
@@ -156,12 +157,27 @@ def test_profiled_steps_line_up_with_the_traces(strategies_w2):
     assert (report.rank, report.world_size, report.backend) == (0, N, "gloo")
 
 
-def test_each_trace_carries_the_run_configuration(strategies_w2):
+def test_each_trace_carries_its_run_and_traceview_reads_it(strategies_w2):
     for name, run in strategies_w2.items():
         for rank in range(N):
-            doc = json.loads(gzip.decompress(run.trace(rank).read_bytes()))
-            assert doc["traceview_run"]["strategy"] == name
-            assert doc["traceview_run"]["config"]["seq_len"] == 32
+            said = analyze_trace(run.trace(rank)).run
+            assert said is not None and said.record_version == RECORD_VERSION
+            assert (said.strategy, said.world_size, said.config["seq_len"]) == (name, N, 32)
+        # Carried away from its folder (no run.json beside it), a trace still names its run.
+        alone = run.folder.parent / f"{name}-alone"
+        alone.mkdir()
+        shutil.copy(run.trace(0), alone)
+        assert traceview.load(alone).strategy == name
+
+
+def test_the_run_record_is_the_one_schema_traceview_reads(strategies_w2):
+    # run.json is written from traceview's own structs and read back whole, version included.
+    for name, run in strategies_w2.items():
+        record = read_run_record(run.folder)
+        assert record is not None and record.record_version == RECORD_VERSION
+        assert record.strategy == name and record.config["seq_len"] == 32
+        assert [r.rank for r in record.ranks] == list(range(N))
+        assert all(r.peak_memory is not None and r.peak_memory.bytes > 0 for r in record.ranks)
 
 
 def test_gradient_accumulation_syncs_once_per_optimizer_step(accumulating_w2):

@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from tests.integration.oracle import sweep_breakdown
-from traceview.analysis import analyze_trace
+from traceview import analyze_trace
 from traceview.model import build_timeline
 from traceview.parse import read_trace
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests import tracebuild as tb
-from traceview.analysis import analyze_trace
+from traceview import analyze_trace
 
 US = 1000
 

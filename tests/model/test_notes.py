@@ -10,7 +10,7 @@ import pytest
 
 from tests import tracebuild as tb
 from tests.cli.run_cli import traceview
-from traceview.analysis import analyze_trace
+from traceview import analyze_trace
 
 
 def expert_parallel(tmp_path, world=64):

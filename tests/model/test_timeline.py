@@ -152,8 +152,8 @@ def test_comm_pattern_on_a_real_cpu_trace_moves_only_the_matching_spans():
     import json
     from pathlib import Path
 
+    from traceview import analyze_trace
     from traceview.algebra import union
-    from traceview.analysis import analyze_trace
 
     path = Path(__file__).parents[2] / "sample_traces/cpu_sweep/ddp-dp2/rank0.pt.trace.json.gz"
     plain = analyze_trace(path).total

@@ -1,8 +1,10 @@
-"""Pure functions from the model to metrics. No printing here."""
+"""Pure functions from the model to metrics: tables in, tables and dataclasses out. No file is
+read here (traceview/loader does that) and nothing is printed."""
 
 from traceview.analysis.breakdown import Breakdown, breakdown
-from traceview.analysis.collective_summary import CollectiveSummary, collective_summaries
-from traceview.analysis.report import RankReport, analyze_trace
+from traceview.analysis.call_totals import CollectiveSummary, collective_summaries
+from traceview.analysis.job import JOB_CALLS_SCHEMA, JobReport
+from traceview.analysis.rank import RankReport, rank_report
 from traceview.analysis.windows import (
     BeforeFirstStep,
     StepBreakdown,
@@ -11,14 +13,16 @@ from traceview.analysis.windows import (
 )
 
 __all__ = [
+    "JOB_CALLS_SCHEMA",
     "BeforeFirstStep",
     "Breakdown",
     "CollectiveSummary",
+    "JobReport",
     "RankReport",
     "StepBreakdown",
-    "analyze_trace",
     "breakdown",
     "collective_summaries",
+    "rank_report",
     "step_breakdowns",
     "total_breakdown",
 ]

@@ -1,18 +1,32 @@
-"""One job: its ranks' reports together with its run record, so that collectives can be
-labelled (DDP buckets), matched across ranks and fitted."""
+"""One job: its ranks' reports with its run record, and what they give together — each call
+labelled with its DDP bucket or FSDP module, matched across ranks, split into wait and
+transfer, and fitted. Pure: the loader (traceview/loader) reads the files. Each job-level figure
+is computed when first asked for, so a command that prints per-rank tables pays for none."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import polars as pl
 
-from traceview.analysis.comm_summary import AlphaBetaFit, fit_alpha_beta, label_buckets
+from traceview.analysis.buckets import label_buckets
+from traceview.analysis.calls import CALLS_SCHEMA
 from traceview.analysis.cross_rank import CrossRank, StepSkew, align, step_skew
-from traceview.analysis.report import RankReport
-from traceview.errors import Note
-from traceview.parse.run_record import RunRecord, incomplete_run, read_run_record
+from traceview.analysis.fits import AlphaBetaFit, fit_alpha_beta
+from traceview.analysis.rank import RankReport
+from traceview.parse.run_record import RunRecord
+
+# Every rank's calls (analysis/calls.py), with what the job adds; every column always there.
+JOB_CALLS_SCHEMA: dict[str, pl.DataType] = {
+    **{k: v() if isinstance(v, type) else v for k, v in CALLS_SCHEMA.items()},
+    "bucket": pl.Int64(),  # DDP bucket index, where the run record's layout identifies it
+    "label": pl.String(),  # "bucket 3", else the FSDP module ("blocks.3", "root"), else null
+    "match": pl.UInt32(),  # the call's match across ranks, where the job is aligned
+    "wait_ns": pl.Int64(),  # until the last rank arrived (aligned jobs)
+    "transfer_ns": pl.Int64(),  # after it arrived
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,14 +34,63 @@ class JobReport:
     folder: Path | None  # None for a single trace given on its own
     ranks: tuple[RankReport, ...]
     run: RunRecord | None
-    calls: pl.DataFrame  # every rank's collective calls, + bucket, + wait/transfer when aligned
-    cross_rank: CrossRank | None  # None below two ranks; see its `aligned`
-    step_skew: tuple[StepSkew, ...]
-    fits: tuple[AlphaBetaFit, ...]
-    fit_on: str  # "transfer" (after cross-rank alignment) or "duration"
+
+    @cached_property
+    def _labelled(self) -> pl.DataFrame:
+        """Every ranked call, with its bucket and label."""
+        frames = [r.calls for r in self.ranks if r.rank is not None and r.calls.height]
+        calls = pl.concat(frames) if frames else pl.DataFrame(schema=CALLS_SCHEMA)
+        calls = label_buckets(calls, self.run.ddp_buckets if self.run else None)
+        return calls.with_columns(
+            label=pl.coalesce(pl.format("bucket {}", pl.col("bucket")), pl.col("module"))
+        )
+
+    @cached_property
+    def cross_rank(self) -> CrossRank | None:
+        """None below two ranks; see its `aligned`."""
+        ranked = [r for r in self.ranks if r.rank is not None]
+        calls = self._labelled
+        if len(ranked) < 2 or calls.height == 0:
+            return None
+        hosts = {r.host for r in ranked}
+        return align(calls, shared_clock=len(hosts) == 1 and None not in hosts)
+
+    @property
+    def aligned(self) -> bool:
+        return self.cross_rank is not None and self.cross_rank.aligned
+
+    @cached_property
+    def calls(self) -> pl.DataFrame:
+        """JOB_CALLS_SCHEMA: every rank's collective calls, labelled, with wait and transfer
+        where the ranks are aligned."""
+        calls = self._labelled
+        if self.aligned:
+            assert self.cross_rank is not None
+            split = self.cross_rank.calls.select("rank", "index", "match", "wait_ns", "transfer_ns")
+            calls = calls.join(split, on=["rank", "index"], how="left")
+        missing = [c for c in JOB_CALLS_SCHEMA if c not in calls.columns]
+        calls = calls.with_columns(pl.lit(None).alias(c) for c in missing)
+        return calls.select(list(JOB_CALLS_SCHEMA)).cast(JOB_CALLS_SCHEMA)  # type: ignore[arg-type]
+
+    @property
+    def fit_on(self) -> str:
+        """What the α-β fits regress: "transfer" times once the ranks are aligned (waiting for
+        a late rank is not transfer), else whole "duration"s."""
+        return "transfer" if self.aligned else "duration"
+
+    @cached_property
+    def fits(self) -> tuple[AlphaBetaFit, ...]:
+        calls = self.calls
+        duration = "transfer_ns" if self.aligned else "dur_ns"
+        kinds = calls["collective"].drop_nulls().unique().sort().to_list()
+        return tuple(fit_alpha_beta(calls, kind, duration) for kind in kinds)
+
+    @cached_property
+    def step_skew(self) -> tuple[StepSkew, ...]:
+        return tuple(step_skew(step_windows(self.ranks)))
 
 
-def step_windows(reports: list[RankReport] | tuple[RankReport, ...]) -> pl.DataFrame:
+def step_windows(reports: tuple[RankReport, ...]) -> pl.DataFrame:
     rows = [
         (r.rank, s.step, s.breakdown.start_ns, s.breakdown.end_ns)
         for r in reports
@@ -38,41 +101,4 @@ def step_windows(reports: list[RankReport] | tuple[RankReport, ...]) -> pl.DataF
         rows,
         schema={"rank": pl.Int32, "step": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64},
         orient="row",
-    )
-
-
-def analyze_job(folder: Path | None, reports: list[RankReport]) -> JobReport:
-    run = read_run_record(folder) if folder is not None else None
-    incomplete = incomplete_run(folder) if folder is not None else None
-    if incomplete:  # every rank's result says it belongs to a run that did not finish
-        note = Note(message=incomplete, severity="lossy")
-        reports = [replace(r, notes=(*r.notes, note)) for r in reports]
-    ranked = [r for r in reports if r.rank is not None]
-    frames = [r.calls for r in ranked if r.calls.height]
-    calls = pl.concat(frames) if frames else (reports[0].calls if reports else pl.DataFrame())
-    calls = label_buckets(calls, run.ddp_buckets if run else None) if calls.height else calls
-    hosts = {r.host for r in ranked}
-    shared_clock = len(hosts) == 1 and None not in hosts
-    cross = align(calls, shared_clock) if len(ranked) >= 2 and calls.height else None
-    aligned = cross is not None and cross.aligned
-    if cross is not None and aligned:
-        calls = calls.join(
-            cross.calls.select("rank", "index", "match", "wait_ns", "transfer_ns"),
-            on=["rank", "index"],
-            how="left",
-        )
-    fit_on = "transfer" if aligned else "duration"
-    kinds = calls["collective"].drop_nulls().unique().sort().to_list() if calls.height else []
-    fits = tuple(
-        fit_alpha_beta(calls, kind, "transfer_ns" if aligned else "dur_ns") for kind in kinds
-    )
-    return JobReport(
-        folder=folder,
-        ranks=tuple(reports),
-        run=run,
-        calls=calls,
-        cross_rank=cross,
-        step_skew=tuple(step_skew(step_windows(ranked))),
-        fits=fits,
-        fit_on=fit_on,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from traceview.analysis.collectives import bus_factor
+from traceview.analysis.calls import bus_factor
 from traceview.analysis.job import JobReport
 from traceview.analysis.scaling import step_times
 

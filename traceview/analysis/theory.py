@@ -1,31 +1,16 @@
 """What ZeRO theory predicts per rank, for Ψ parameters on N ranks with Adam: the textbook
-formulas, and the layout the harness' implementation really holds where it differs."""
+formulas, and the layout the harness' implementation really holds where it differs. What each
+strategy shards and exchanges is declared in traceview/strategies.py."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-Precision = Literal["fp32", "mixed"]
-CATEGORIES = ("params", "grads", "optimizer")
-
-# The harness' --precision, as the theory names it: bf16 is mixed precision.
-PRECISION_OF_RUN: dict[str, Precision] = {"fp32": "fp32", "bf16": "mixed"}
-
-# (params, grads, optimizer) bytes per parameter when nothing is sharded: fp32 Adam keeps
-# 4 + 4 + 8; mixed precision keeps 2 (half weights) + 2 (half grads) + 12 (fp32 master
-# weights, momentum, variance).
-_STATE_BYTES = {"fp32": (4, 4, 8), "mixed": (2, 2, 12)}
-# Which of the three each stage shards.
-_SHARDED = {
-    "ddp": (False, False, False),
-    "zero1": (False, False, True),
-    "zero2": (False, True, True),
-    "zero3": (True, True, True),
-}
-# Communication volume per step, in units of Ψ elements (DDP: one all-reduce of the
-# gradients; ZeRO-1/2: reduce-scatter + all-gather (or broadcast); ZeRO-3: an extra
-# all-gather of the parameters in backward). One rank exchanges nothing.
-VOLUME_PSI = {"ddp": 1.0, "zero1": 2.0, "zero2": 2.0, "zero3": 3.0}
+from traceview.strategies import (
+    PRECISION_OF_RUN,
+    STATE_BYTES,
+    STATE_CATEGORIES,
+    Precision,
+    strategy,
+)
 
 
 def run_precision(config: dict[str, object]) -> Precision | None:
@@ -33,43 +18,48 @@ def run_precision(config: dict[str, object]) -> Precision | None:
     return PRECISION_OF_RUN.get(str(config.get("precision", "fp32")))
 
 
-def volume_psi(strategy: str, n: int | None) -> float | None:
-    if strategy not in VOLUME_PSI or n is None:
+def volume_psi(name: str, n: int | None) -> float | None:
+    spec = strategy(name)
+    if spec is None or n is None:
         return None
-    return 0.0 if n == 1 else VOLUME_PSI[strategy]
+    return 0.0 if n == 1 else spec.volume_psi
 
 
 def model_state_bytes(
-    strategy: str, psi: int, n: int, precision: Precision = "fp32"
+    name: str, psi: int, n: int, precision: Precision = "fp32"
 ) -> dict[str, float] | None:
     """The textbook ZeRO formula (Rajbhandari et al.), per category."""
-    if strategy not in _SHARDED or n < 1:
+    spec = strategy(name)
+    if spec is None or n < 1:
         return None
-    sizes = _STATE_BYTES[precision]
+    sizes = STATE_BYTES[precision]
     return {
-        name: size * psi / (n if sharded else 1)
-        for name, size, sharded in zip(CATEGORIES, sizes, _SHARDED[strategy], strict=True)
+        category: size * psi / (n if sharded else 1)
+        for category, size, sharded in zip(STATE_CATEGORIES, sizes, spec.sharded, strict=True)
     }
 
 
 def layout_bytes(
-    strategy: str, psi: int, n: int, precision: Precision = "fp32"
+    name: str, psi: int, n: int, precision: Precision = "fp32"
 ) -> dict[str, float] | None:
     """What the harness holds at its peak, where that differs from the textbook; else None.
 
-    - DDP and ZeRO-1 in bf16 run under autocast: weights, gradients and Adam stay fp32, so the
-      fp32 formula holds.
-    - ZeRO-2 is FSDP2 with reshard_after_forward=False: the full parameters are out from
-      forward until backward ends, and the parameter shards stay beside them (fp32: 4Ψ + 16Ψ/N;
-      bf16: 2Ψ bf16 full parameters + 16Ψ/N of fp32 shards, fp32 gradients and Adam).
-    - ZeRO-3 in bf16 keeps fp32 shards and fp32 gradients (FSDP2 MixedPrecisionPolicy reduces
-      in fp32): 4Ψ/N + 4Ψ/N + 8Ψ/N.
+    - A strategy that keeps the full parameters from forward until backward ends (ZeRO-2 as
+      FSDP2 with reshard_after_forward=False) holds them beside the parameter shards (fp32:
+      4Ψ + 16Ψ/N; bf16: 2Ψ bf16 full parameters + 16Ψ/N of fp32 shards, gradients and Adam).
+    - In bf16 the states themselves stay fp32: DDP and ZeRO-1 run under autocast, and FSDP2's
+      MixedPrecisionPolicy keeps fp32 shards and reduces gradients in fp32. The fp32 formula
+      holds.
     """
-    if strategy not in _SHARDED or n < 1:
+    spec = strategy(name)
+    if spec is None or n < 1:
         return None
-    if strategy == "zero2":
+    if spec.keeps_full_params:
+        # FSDP2 shards every state in fp32; the full parameters come on top.
         full = 4 if precision == "fp32" else 2
-        return {"params": full * psi + 4 * psi / n, "grads": 4 * psi / n, "optimizer": 8 * psi / n}
+        fp32 = STATE_BYTES["fp32"]
+        shards = {c: b * psi / n for c, b in zip(STATE_CATEGORIES, fp32, strict=True)}
+        return {**shards, "params": full * psi + shards["params"]}
     if precision == "mixed":
-        return model_state_bytes(strategy, psi, n, "fp32")
+        return model_state_bytes(name, psi, n, "fp32")
     return None

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from traceview.algebra import IntervalSet, union
+from traceview.algebra import IntervalSet
 from traceview.analysis.breakdown import Breakdown, breakdown
+from traceview.analysis.spans import kind_set
 from traceview.model import Timeline
 
 # The kinds that span a GPU step's window: memcpy/memset run inside it but do not stretch it.
@@ -30,13 +31,9 @@ class BeforeFirstStep:
     breakdown: Breakdown
 
 
-def _set(frame: pl.DataFrame) -> IntervalSet:
-    return union(frame["ts_ns"].to_numpy(), frame["end_ns"].to_numpy())
-
-
 def _comm(rows: pl.DataFrame, timeline: Timeline) -> IntervalSet | None:
     """The communication of `rows`; None where the trace cannot show any."""
-    return _set(rows.filter(pl.col("kind") == "comm")) if timeline.comm_measured else None
+    return kind_set(rows, "comm") if timeline.comm_measured else None
 
 
 def _spanned(rows: pl.DataFrame, spanning: pl.DataFrame, timeline: Timeline) -> Breakdown | None:
@@ -44,7 +41,7 @@ def _spanned(rows: pl.DataFrame, spanning: pl.DataFrame, timeline: Timeline) -> 
     if spanning.height == 0:
         return None
     return breakdown(
-        _set(rows.filter(pl.col("kind") == "compute")),
+        kind_set(rows, "compute"),
         _comm(rows, timeline),
         int(spanning["ts_ns"].min()),  # type: ignore[arg-type]
         int(spanning["end_ns"].max()),  # type: ignore[arg-type]
@@ -72,7 +69,7 @@ def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:
     ProfilerStep span."""
     work = _work(timeline)
     if timeline.mode == "cpu":
-        compute = _set(work.filter(pl.col("kind") == "compute"))
+        compute = kind_set(work, "compute")
         comm = _comm(work, timeline)
         return [
             StepBreakdown(step=step, breakdown=breakdown(compute, comm, start, end))

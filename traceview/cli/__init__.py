@@ -12,9 +12,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from traceview import __version__
-from traceview.cli import analyze, collectives, compare, dashboard, export, ranks
+from traceview.cli.commands import COMMANDS
 from traceview.cli.say import say
-from traceview.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, TraceviewError
+from traceview.errors import A_BUG_DEBUG, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, TraceviewError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,12 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="show the traceback of an internal error (anywhere)"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    analyze.add_parser(subparsers)
-    collectives.add_parser(subparsers)
-    ranks.add_parser(subparsers)
-    compare.add_parser(subparsers)
-    export.add_parser(subparsers)
-    dashboard.add_parsers(subparsers)
+    for command in COMMANDS:
+        command.add_parser(subparsers)
     return parser
 
 
@@ -60,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug: one line, the traceback only when asked
         if debug:
             traceback.print_exc()
-        say("internal error", f"{type(e).__name__}: {e} (a bug in traceview; --debug shows where)")
+        say("internal error", f"{type(e).__name__}: {e} {A_BUG_DEBUG}")
         return EXIT_INTERNAL
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from traceview.cli.say import say
-from traceview.runner import Failure, Outcome
+from traceview.loader.parallel import Failure, Outcome
 
 WAIT_BEFORE_SAYING_S = 1.0
 
@@ -51,8 +51,15 @@ class Progress:
         self.stream.write(f"\rreading trace: {text}")
         self.stream.flush()
 
+    def clear_line(self) -> None:
+        """After a single trace's byte count: leave the line clean for the output."""
+        if self.enabled and self._last:
+            self.stream.write("\r" + " " * 50 + "\r")
+            self.stream.flush()
+
     def file_done(self, done: int, total: int, outcome: Outcome) -> None:
-        if not self.enabled:
+        """A trace of many finished (one trace alone shows its bytes instead)."""
+        if not self.enabled or total < 2:
             return
         elapsed = time.monotonic() - self._started
         name = outcome.path.name if isinstance(outcome, Failure) else outcome.trace.name

@@ -1,5 +1,5 @@
-"""Loading for the dashboard: every number comes from the traceview library; this module only
-finds runs under the root folder, refuses paths outside it, and caches."""
+"""Loading for the dashboard, through the front door (traceview.load) and nothing else: the
+runs under the root folder, nothing read outside it, cached."""
 
 from __future__ import annotations
 
@@ -10,15 +10,20 @@ from pathlib import Path
 import polars as pl
 import streamlit as st
 
-from traceview.analysis import analyze_trace
-from traceview.analysis.job import JobReport, analyze_job
-from traceview.analysis.scaling import record_step_times
-from traceview.errors import TraceviewError
-from traceview.inputs import is_trace_file
-from traceview.parse.run_record import RunRecord, read_run_record
+import traceview
+from traceview import Job, TraceviewError
 
-ROOT_ENV = "TRACEVIEW_DASHBOARD_ROOT"
+ROOT_ENV = "TRACEVIEW_DASHBOARD_ROOT"  # set by `traceview dashboard`
 MAX_UPLOAD_MB = 200
+RUNS_SCHEMA = {
+    "run": pl.String,
+    "strategy": pl.String,
+    "dp": pl.Int64,
+    "traces": pl.Int64,
+    "preset": pl.String,
+    "samples_per_s": pl.Float64,
+    "problem": pl.String,
+}
 
 
 def root() -> Path:
@@ -38,58 +43,42 @@ def inside_root(path: Path) -> Path:
     return resolved
 
 
-def _is_trace(p: Path) -> bool:
-    """A trace file that really lies inside the root: a link to a file elsewhere is not read."""
-    return is_trace_file(p) and p.resolve().is_relative_to(root())
-
-
-def _samples_per_s(record: RunRecord) -> float | None:
-    times = record_step_times(record)
-    return record.global_batch.samples / times.median_s if times and times.median_s else None
+def _name(source: traceview.RunSource, base: Path) -> str:
+    where = source.folder if source.folder is not None else source.files[0]
+    return str(where.relative_to(base)) if where != base else "."
 
 
 @st.cache_data(show_spinner="Looking for runs…")
 def discover_runs(base: str) -> pl.DataFrame:
-    """Every folder under `base` that holds trace files, with its run record's summary."""
+    """Every run under `base` (as every command finds them), with its run record's headline."""
+    folder = Path(base)
     rows = []
-    for folder in sorted({p.parent for p in Path(base).rglob("*") if _is_trace(p)}):
-        try:
-            record = read_run_record(folder)
-        except TraceviewError:
-            record = None
+    for source in traceview.find_runs([folder], within=folder, empty_ok=True):
+        s = traceview.summarize(source)
         rows.append(
             {
-                "run": str(folder.relative_to(base)) if folder != Path(base) else ".",
-                "strategy": record.strategy if record else None,
-                "dp": record.world_size if record else None,
-                "traces": sum(1 for p in folder.iterdir() if _is_trace(p)),
-                "preset": str(record.config.get("preset")) if record else None,
-                "samples_per_s": _samples_per_s(record) if record else None,
+                "run": _name(source, folder),
+                "strategy": s.strategy,
+                "dp": s.dp,
+                "traces": s.traces,
+                "preset": s.preset,
+                "samples_per_s": s.samples_per_s,
+                "problem": s.problem,
             }
         )
-    schema = {
-        "run": pl.String,
-        "strategy": pl.String,
-        "dp": pl.Int64,
-        "traces": pl.Int64,
-        "preset": pl.String,
-        "samples_per_s": pl.Float64,
-    }
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=RUNS_SCHEMA)
 
 
-@st.cache_data(show_spinner="Analysing traces…", max_entries=32)
-def load_job(folder: str, stamp: float) -> JobReport:
-    """A run folder's job report (stamp: the folder's newest mtime, so edits reload)."""
+@st.cache_resource(show_spinner="Analysing traces…", max_entries=32)
+def load_job(folder: str, stamp: float) -> Job:
+    """A run's job, its run record read (stamp: the folder's newest mtime, so edits reload)."""
     del stamp
-    path = inside_root(Path(folder))
-    files = sorted(p for p in path.iterdir() if _is_trace(p))
-    if not files:
-        raise TraceviewError(f"{folder}: no traces")
-    return analyze_job(path, [analyze_trace(p, keep_intervals=True) for p in files])
+    job = traceview.load(inside_root(Path(folder)), keep_intervals=True, within=root())
+    job.run  # noqa: B018 -- a broken run.json is this run's error, said once, here
+    return job
 
 
-def job_for(run: str) -> JobReport:
+def job_for(run: str) -> Job:
     path = inside_root(Path(run))
     stamp = max((p.stat().st_mtime for p in path.iterdir()), default=0.0)
     return load_job(str(path), stamp)

@@ -7,9 +7,9 @@ from typing import TypeVar
 
 import streamlit as st
 
-from traceview.analysis.job import JobReport
+from traceview import Job, TraceviewError
 from traceview.dashboard import data
-from traceview.errors import TraceviewError, one_line
+from traceview.errors import A_BUG, one_line
 
 T = TypeVar("T")
 
@@ -23,11 +23,11 @@ def guarded(what: str, load: Callable[[], T]) -> T | None:
     except (OSError, ValueError) as e:
         st.error(one_line(f"{what}: {e}"))
     except Exception as e:  # a bug: this run's message, not a traceback over the page
-        st.error(one_line(f"{what}: internal error: {type(e).__name__}: {e} (a bug in traceview)"))
+        st.error(one_line(f"{what}: internal error: {type(e).__name__}: {e} {A_BUG}"))
     return None
 
 
-def pick_run(label: str = "run") -> tuple[str, JobReport] | None:
+def pick_run(label: str = "run") -> tuple[str, Job] | None:
     runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
     if runs is None:
         return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.model import messages
-from traceview.model.names import COMM_CALL, collective_of, named
+from traceview.parse.names import COMM_CALL, collective_of, named
 
 CPU_CALLS_SCHEMA = {
     "pid": pl.Int64,

@@ -10,7 +10,10 @@ from traceview.algebra import IntervalSet, difference, union
 from traceview.model import messages
 from traceview.model.calls import comm_call_ops, merge_nested
 from traceview.model.messages import trace_groups
-from traceview.model.names import (
+from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
+from traceview.model.steps import assign_steps
+from traceview.parse import Trace
+from traceview.parse.names import (
     COMM_CALL,
     GLOO_SPAN,
     GLOO_THREAD,
@@ -18,9 +21,6 @@ from traceview.model.names import (
     collective_of,
     named,
 )
-from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
-from traceview.model.steps import assign_steps
-from traceview.parse import Trace
 
 _NO_COLLECTIVE = {
     "collective": pl.lit(None, pl.String),

@@ -7,10 +7,10 @@ import polars as pl
 from traceview.model import messages
 from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
 from traceview.model.messages import trace_groups
-from traceview.model.names import COMM_KERNEL, GPU_COLLECTIVE_SPAN, collective_of, named
 from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
+from traceview.parse.names import COMM_KERNEL, GPU_COLLECTIVE_SPAN, collective_of, named
 
 DEVICE_CATS = ["kernel", "memcpy", "memset"]
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import polars as pl
 
 from traceview.errors import Note
-from traceview.model.names import MAYBE_COMM_KERNEL, named
 from traceview.parse import Trace
+from traceview.parse.names import MAYBE_COMM_KERNEL, named
 
 SUGGESTED_KERNELS = 3
 

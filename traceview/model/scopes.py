@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.model.names import AUTOGRAD_OP, FSDP_SPAN, named
+from traceview.parse.names import AUTOGRAD_OP, FSDP_SPAN, named
 
 SCOPE_SCHEMA = {
     "pid": pl.Int64,

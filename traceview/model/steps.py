@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.model.names import PROFILER_STEP, named
+from traceview.parse.names import PROFILER_STEP, named
 
 STEP_SPANS_SCHEMA = {"step": pl.Int64, "span_start_ns": pl.Int64, "span_end_ns": pl.Int64}
 

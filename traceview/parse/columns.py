@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from decimal import Decimal
+from operator import attrgetter
 
 import msgspec
 import polars as pl
 
+from traceview.parse.args import (
+    COLLECTIVE_ARGS,
+    COMM_ARGS_SCHEMA,
+    EVENT_ARGS,
+    EVENT_ARGS_SCHEMA,
+    Reading,
+)
 from traceview.parse.events import CompleteEvent, MetadataEvent
+from traceview.parse.names import KEEPS_COMM_ARGS
 
 # Kineto has renamed its categories over the years; fold them onto one closed set.
 CATEGORY = pl.Enum(
@@ -40,9 +50,6 @@ _CATEGORY_OF = {
     "python": "python",
 }
 
-# Ops whose arguments describe a collective: only these keep their (large) shape arguments.
-COMM_NAME_PREFIXES = ("nccl", "rccl", "gloo:", "c10d::", "record_param_comms", "_c10d_functional::")
-
 # Per batch: only what list comprehensions give; conversions run once on whole columns.
 BATCH_SCHEMA: dict[str, pl.DataType] = {
     "ts_us": pl.Float64(),
@@ -52,22 +59,7 @@ BATCH_SCHEMA: dict[str, pl.DataType] = {
     "cat": pl.Categorical(),  # as written: "kernel", "Kernel", "cuda_runtime", ...
     "pid": pl.Int64(),
     "tid": pl.Int64(),
-    "correlation": pl.Int64(),
-    "device": pl.Int64(),
-    "stream": pl.Int64(),
-}
-COMM_ARGS_SCHEMA: dict[str, pl.DataType] = {
-    "row": pl.Int64(),
-    "collective_name": pl.String(),
-    "in_nelems": pl.Int64(),
-    "out_nelems": pl.Int64(),
-    "dtype": pl.String(),
-    "pg_name": pl.String(),
-    "pg_desc": pl.String(),
-    "group_size": pl.Int64(),
-    "seq": pl.Int64(),
-    "input_dims": pl.String(),
-    "input_type": pl.String(),
+    **EVENT_ARGS_SCHEMA,
 }
 
 
@@ -132,6 +124,21 @@ def list_length(raw: msgspec.Raw) -> int | None:
     return len(value) if isinstance(value, list) else None
 
 
+def raw_text(raw: msgspec.Raw) -> str | None:
+    """Raw JSON kept by the decoder, so not checked as UTF-8 yet: replaced where it is not."""
+    return bytes(raw).decode(errors="replace") or None
+
+
+# How each reading of parse/args.py turns one decoded value into a column value.
+READERS: dict[Reading, Callable[[object], object]] = {
+    "id": whole,
+    "count": whole,
+    "text": text,
+    "list_length": list_length,  # type: ignore[dict-item]
+    "raw": raw_text,  # type: ignore[dict-item]
+}
+
+
 def exact_ns(value: object) -> int | None:
     """Microseconds written as a decimal or a string -> integer nanoseconds, exactly."""
     try:
@@ -177,6 +184,11 @@ def _ids(values: list[object]) -> pl.Series:
     return ids
 
 
+def _event_arg(args: Sequence[object], column: str) -> pl.Series:
+    get = attrgetter(column)
+    return _ids([get(a) if a is not None else None for a in args])
+
+
 def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Frames of complete ("X") events and of the collective arguments among them."""
     # Hot path: one list comprehension per column, everything else vectorised in polars.
@@ -195,40 +207,26 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
             "cat": [e.cat for e in xs],
             "pid": _ids([e.pid for e in xs]),
             "tid": _ids([e.tid for e in xs]),
-            "correlation": _ids([a.correlation if a is not None else None for a in args]),
-            "device": _ids([a.device if a is not None else None for a in args]),
-            "stream": _ids([a.stream if a is not None else None for a in args]),
+            **{arg.column: _event_arg(args, arg.column) for arg in EVENT_ARGS},
         },
         schema=BATCH_SCHEMA,
         strict=False,
     )
-    comm_names = {n for n in set(names) if n.startswith(COMM_NAME_PREFIXES)}
-    picked: pl.Series | list[int] = (
-        frame["name"].is_in(list(comm_names)).arg_true() if comm_names else []
-    )
+    comm_names = [n for n in set(names) if KEEPS_COMM_ARGS.match(n)]
+    picked: pl.Series | list[int] = frame["name"].is_in(comm_names).arg_true() if comm_names else []
     comm = [(first_row + i, a) for i in picked if (a := args[i]) is not None]
-    comm_frame = pl.DataFrame(
-        {
-            "row": [r for r, _ in comm],
-            "collective_name": [text(a.collective_name) for _, a in comm],
-            "in_nelems": [whole(a.in_nelems) for _, a in comm],
-            "out_nelems": [whole(a.out_nelems) for _, a in comm],
-            "dtype": [text(a.dtype) for _, a in comm],
-            "pg_name": [text(a.pg_name) for _, a in comm],
-            "pg_desc": [text(a.pg_desc) for _, a in comm],
-            "group_size": [
-                whole(a.group_size) if a.group_size is not None else list_length(a.pg_ranks)
-                for _, a in comm
-            ],
-            "seq": [whole(a.seq) for _, a in comm],
-            # Kept raw by the decoder, so not checked as UTF-8 yet: replaced where it is not.
-            "input_dims": [bytes(a.input_dims).decode(errors="replace") or None for _, a in comm],
-            "input_type": [bytes(a.input_type).decode(errors="replace") or None for _, a in comm],
-        },
-        schema=COMM_ARGS_SCHEMA,
-        strict=False,
-    )
-    return frame, comm_frame
+    columns: dict[str, list[object]] = {"row": [r for r, _ in comm]}
+    for arg in COLLECTIVE_ARGS:
+        read, get = READERS[arg.reading], attrgetter(arg.column)
+        values = [read(get(a)) for _, a in comm]
+        if arg.fills is None:
+            columns[arg.column] = values
+        else:
+            columns[arg.fills] = [
+                mine if mine is not None else other
+                for mine, other in zip(columns[arg.fills], values, strict=True)
+            ]
+    return frame, pl.DataFrame(columns, schema=COMM_ARGS_SCHEMA, strict=False)
 
 
 def thread_names(metadata: list[MetadataEvent], names: dict[tuple[int, int], list[str]]) -> None:

@@ -14,32 +14,7 @@ from typing import Any, Union
 
 import msgspec
 
-# Kineto versions disagree on how they write some values: ids as hex strings ("0x0", ROCm),
-# times as strings ("12.345"), string args as numbers or with their quotes kept ("\"0\"").
-# Such fields take any of the three; parse/columns.py reads each one the same way.
-Loose = int | float | str
-
-
-class Args(msgspec.Struct, gc=False):
-    correlation: Loose | None = None
-    device: Loose | None = None
-    stream: Loose | None = None
-    # Collective arguments (record_param_comms ops, and NCCL kernels in newer traces).
-    collective_name: Loose | None = msgspec.field(default=None, name="Collective name")
-    in_nelems: Loose | None = msgspec.field(default=None, name="In msg nelems")
-    out_nelems: Loose | None = msgspec.field(default=None, name="Out msg nelems")
-    dtype: Loose | None = None
-    pg_name: Loose | None = msgspec.field(default=None, name="Process Group Name")
-    pg_desc: Loose | None = msgspec.field(default=None, name="Process Group Description")
-    # A list, or a list written as a string; kept undecoded (only its length is used).
-    pg_ranks: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Process Group Ranks")
-    group_size: Loose | None = msgspec.field(default=None, name="Group size")
-    seq: Loose | None = msgspec.field(default=None, name="Seq")
-    # Shapes, kept undecoded: only collective ops need them, and they are large.
-    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input Dims")
-    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="Input type")
-    # Metadata events ("ph": "M") carry thread and process names here.
-    name: str | None = None
+from traceview.parse.args import Args, Loose
 
 
 class CompleteEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
@@ -51,7 +26,7 @@ class CompleteEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
     tid: int | str | None = None
     ts: Loose | None = None
     dur: Loose | None = None
-    args: Args | None = None
+    args: Args | None = None  # type: ignore[valid-type]  # made from parse/args.py's table
 
 
 class PreciseCompleteEvent(CompleteEvent, tag="X"):
@@ -66,7 +41,7 @@ class MetadataEvent(msgspec.Struct, gc=False, tag_field="ph", tag="M"):
     name: str = ""
     pid: int | str | None = None
     tid: int | str | None = None
-    args: Args | None = None
+    args: Args | None = None  # type: ignore[valid-type]  # made from parse/args.py's table
 
 
 # Every other phase of the Chrome trace format (flows, instants, counters, async, ...) is

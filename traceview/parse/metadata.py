@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from traceview.errors import Note
+from traceview.parse.run_record import TRACE_METADATA_KEY, TraceRun, trace_run
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,6 +21,7 @@ class TraceMeta:
     schema_version: int | None = None
     devices: tuple[str, ...] = ()  # GPU names from deviceProperties
     host_name: str | None = None
+    run: TraceRun | None = None  # the harness' run identity, where the trace carries it
     extra: dict[str, Any] = field(default_factory=dict)  # every other top-level key
 
 
@@ -30,6 +32,7 @@ _KNOWN = {
     "schemaVersion",
     "deviceProperties",
     "host_name",
+    TRACE_METADATA_KEY,
 }
 
 
@@ -57,6 +60,9 @@ def read_meta(raw: dict[str, Any], notes: list[Note]) -> TraceMeta:
             )
         )
         rank = world = None
+    run, problem = trace_run(raw.get(TRACE_METADATA_KEY))
+    if problem:
+        notes.append(Note(message=problem))
     devices = raw.get("deviceProperties")
     pg_config = dist.get("pg_config")
     return TraceMeta(
@@ -74,5 +80,6 @@ def read_meta(raw: dict[str, Any], notes: list[Note]) -> TraceMeta:
         if isinstance(devices, list)
         else (),
         host_name=raw.get("host_name") if isinstance(raw.get("host_name"), str) else None,
+        run=run,
         extra={k: v for k, v in raw.items() if k not in _KNOWN},
     )

@@ -11,6 +11,9 @@ import msgspec
 from traceview.errors import TraceviewError
 
 RUN_RECORD = "run.json"
+# The schema below, versioned: the harness writes these structs, traceview reads them, and a
+# record from a newer harness is refused rather than half-read.
+RECORD_VERSION = 1
 
 
 class Bucket(msgspec.Struct, frozen=True):
@@ -23,6 +26,13 @@ class Throughput(msgspec.Struct, frozen=True):
     step_seconds: float
     samples_per_s: float
     tokens_per_s: float
+    measured_on: str = "unprofiled steps"  # or "profiled steps" when there were none
+
+
+class ProfilerOverhead(msgspec.Struct, frozen=True):
+    unprofiled_step_seconds: float
+    profiled_step_seconds: float
+    ratio: float
 
 
 class GlobalBatch(msgspec.Struct, frozen=True):
@@ -33,10 +43,22 @@ class GlobalBatch(msgspec.Struct, frozen=True):
     tokens: int
 
 
+class PeakMemory(msgspec.Struct, frozen=True):
+    kind: str  # cuda_max_allocated or process_peak_rss
+    bytes: int
+
+
 class RankRecord(msgspec.Struct, frozen=True):
     rank: int
+    # Bytes per state category (params, grads, optimizer), each at its largest over a step.
     model_state_bytes: dict[str, int]
-    peak_memory: dict[str, object] = msgspec.field(default_factory=dict)
+    model_state_bytes_by_phase: dict[str, dict[str, int]] = msgspec.field(default_factory=dict)
+    peak_memory: PeakMemory | None = None
+    host: str | None = None
+    device: str | None = None
+    step_seconds: list[float] = msgspec.field(default_factory=list)
+    losses: list[float] = msgspec.field(default_factory=list)
+    trace: str | None = None  # the rank's trace file, beside run.json
 
 
 class ProfiledStep(msgspec.Struct, frozen=True):
@@ -45,18 +67,52 @@ class ProfiledStep(msgspec.Struct, frozen=True):
 
 
 class RunRecord(msgspec.Struct, frozen=True):
-    strategy: str
+    record_version: int
+    strategy: str  # a name of traceview/strategies.py
     world_size: int
     num_params: int
-    config: dict[str, object]
+    config: dict[str, object]  # the harness' flags, by name
     global_batch: GlobalBatch
     ranks: list[RankRecord]
+    model: dict[str, object] = msgspec.field(default_factory=dict)
     throughput: Throughput | None = None
+    profiler_overhead: ProfilerOverhead | None = None
     step_seconds: list[float] = msgspec.field(default_factory=list)  # every step of the run
     profiled_steps: list[ProfiledStep] = msgspec.field(default_factory=list)
     ddp_buckets: list[Bucket] | None = None
     backend: str | None = None
     torch_version: str | None = None
+    nccl_version: str | None = None
+    hosts: list[str] = msgspec.field(default_factory=list)
+
+
+# The harness also writes the run's identity into every trace (torch.profiler's
+# add_metadata_json under this key), so that a trace carried away from its folder still says
+# which run it belongs to.
+TRACE_METADATA_KEY = "traceview_run"
+
+
+class TraceRun(msgspec.Struct, frozen=True):
+    record_version: int
+    strategy: str
+    world_size: int
+    config: dict[str, object] = msgspec.field(default_factory=dict)
+
+
+def trace_run(value: object) -> tuple[TraceRun | None, str | None]:
+    """A trace's run identity, or None with the reason it is not usable (None, None: absent)."""
+    if value is None:
+        return None, None
+    try:
+        run = msgspec.convert(value, TraceRun)
+    except (msgspec.ValidationError, RecursionError) as e:
+        return None, f"{TRACE_METADATA_KEY} is not usable ({e})"
+    if run.record_version > RECORD_VERSION:
+        return None, (
+            f"{TRACE_METADATA_KEY} record_version {run.record_version} is newer than this "
+            f"traceview reads ({RECORD_VERSION}): ignored"
+        )
+    return run, None
 
 
 def read_run_record(folder: Path) -> RunRecord | None:
@@ -76,6 +132,13 @@ def read_run_record(folder: Path) -> RunRecord | None:
 
 
 def _impossible(record: RunRecord) -> str | None:
+    if record.record_version > RECORD_VERSION:
+        return (
+            f"record_version {record.record_version}, newer than this traceview reads "
+            f"({RECORD_VERSION}): upgrade traceview"
+        )
+    if record.record_version < 1:
+        return f"record_version {record.record_version}"
     if not 1 <= record.world_size <= 2**31 - 1:
         return f"world_size {record.world_size}"
     if record.num_params < 0:
@@ -134,3 +197,32 @@ def incomplete_run(folder: Path) -> str | None:
     if unreadable:
         said.append(f"{unreadable} account(s) unreadable")
     return "incomplete run (no run.json): " + "; ".join(said)
+
+
+class SweepPoint(msgspec.Struct, frozen=True):
+    """One point of a sweep's index.json (instrumented_train/sweep.py writes it)."""
+
+    path: str  # the run folder, relative to the sweep folder
+    status: str  # ok, failed, interrupted
+    strategy: str | None = None
+    dp: int | None = None
+
+
+class SweepIndex(msgspec.Struct, frozen=True):
+    runs: list[SweepPoint]
+
+
+def read_sweep_index(path: Path) -> list[Path]:
+    """The run folders of a sweep that succeeded — its own subfolders, nothing elsewhere."""
+    try:
+        index = msgspec.json.decode(path.read_bytes(), type=SweepIndex)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError) as e:
+        raise TraceviewError(f"{path}: not a sweep index ({e})") from None
+    except OSError as e:
+        raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
+    folder = path.parent
+    runs = [folder / point.path for point in index.runs if point.status == "ok"]
+    for run in runs:
+        if not run.resolve().is_relative_to(folder.resolve()):
+            raise TraceviewError(f"{path}: lists a run outside its folder: {run}")
+    return runs

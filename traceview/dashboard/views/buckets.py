@@ -1,7 +1,7 @@
 import streamlit as st
 
-from traceview.analysis.frames import calls_frame
 from traceview.dashboard import charts
+from traceview.dashboard.frames import calls_frame
 from traceview.dashboard.ui import pick_run
 
 st.title("Buckets and collectives")
@@ -17,7 +17,7 @@ if picked:
         st.altair_chart(charts.bucket_timeline_chart(calls_frame(job, step)), width="stretch")
         st.altair_chart(charts.size_vs_duration_chart(calls), width="stretch")
         for fit in job.fits:
-            st.write(f"**{fit.collective}**: {fit.advice(None)}")
+            st.write(f"**{fit.collective}**: {fit.advice}")
         st.dataframe(
             calls.select(
                 "rank",

@@ -1,8 +1,10 @@
+import typing
+
 import streamlit as st
 
-from traceview.analysis import theory
-from traceview.analysis.frames import memory_frame
+import traceview
 from traceview.dashboard import charts
+from traceview.dashboard.frames import memory_frame
 from traceview.dashboard.ui import pick_run
 
 st.title("Memory")
@@ -31,9 +33,11 @@ st.subheader("Calculator")
 cols = st.columns(4)
 params = cols[0].number_input("parameters (millions)", min_value=1.0, value=1000.0, step=100.0)
 ranks = cols[1].number_input("DP degree", min_value=1, value=8, step=1)
-precision: theory.Precision = cols[2].selectbox("precision", ["fp32", "mixed"])  # type: ignore[assignment]
-stage = cols[3].selectbox("strategy", ["ddp", "zero1", "zero2", "zero3"])
-states = theory.model_state_bytes(stage, int(params * 1e6), int(ranks), precision)
+precision = cols[2].selectbox("precision", typing.get_args(traceview.Precision))
+stage = cols[3].selectbox(
+    "strategy", list(traceview.STRATEGIES), format_func=lambda s: traceview.STRATEGIES[s].title
+)
+states = traceview.model_state_bytes(stage, int(params * 1e6), int(ranks), precision)
 if states:
     total = sum(states.values())
     st.metric("model states per rank", f"{total / 2**30:,.2f} GiB")

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from traceview.analysis import analyze_trace
+from traceview import analyze_trace
 from traceview.dashboard import data
 from traceview.dashboard.ui import guarded
 

@@ -3,21 +3,20 @@ from functools import partial
 import polars as pl
 import streamlit as st
 
-from traceview.analysis.frames import scaling_frame
-from traceview.analysis.prediction import predict_jobs
+from traceview import Runs
 from traceview.dashboard import charts, data
+from traceview.dashboard.frames import caveat_lines, prediction_frame, scaling_frame
 from traceview.dashboard.ui import guarded
 
 st.title("Scaling")
 runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
 if runs is not None and runs.height:
     loaded = [guarded(run, partial(data.job_for, run)) for run in runs["run"]]
-    jobs = [job for job in loaded if job is not None]
+    jobs = Runs(jobs=tuple(job for job in loaded if job is not None))
     scaling = scaling_frame(jobs)
     base = str(data.root())
-    caveats = scaling.select("job", "caveats").drop_nulls() if scaling.height else scaling
-    for job, caveat in caveats.iter_rows():
-        st.warning(f"{job.removeprefix(base).lstrip('/')}: {caveat}")
+    for line in caveat_lines(jobs, root=base):
+        st.warning(line)
     measured = scaling.filter(pl.col("efficiency").is_not_null()) if scaling.height else scaling
     if measured.height == 0:
         st.info(
@@ -25,9 +24,7 @@ if runs is not None and runs.height:
             "(and run records, or traces with steps)."
         )
     else:
-        predicted = predict_jobs(jobs)
-        pred = pl.DataFrame([p.__dict__ for p in predicted]) if predicted else None
-        st.altair_chart(charts.efficiency_chart(measured, pred), width="stretch")
+        st.altair_chart(charts.efficiency_chart(measured, prediction_frame(jobs)), width="stretch")
         st.caption(
             "Measured: E(N) = throughput(N) / (N × throughput(1)), from each run's median step "
             "time. Predicted (dashed): from the "
@@ -37,5 +34,6 @@ if runs is not None and runs.height:
         left, right = st.columns(2)
         left.altair_chart(charts.throughput_chart(measured), width="stretch")
         right.altair_chart(charts.exposed_chart(scaling), width="stretch")
-    shown = scaling.with_columns(pl.col("job").str.strip_prefix(base).str.strip_prefix("/"))
-    st.dataframe(shown, hide_index=True)
+    if scaling.height:
+        shown = scaling.with_columns(pl.col("job").str.strip_prefix(base).str.strip_prefix("/"))
+        st.dataframe(shown, hide_index=True)

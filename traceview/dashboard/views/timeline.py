@@ -1,7 +1,7 @@
 import streamlit as st
 
-from traceview.analysis.frames import timeline_frame
 from traceview.dashboard import charts
+from traceview.dashboard.frames import timeline_frame
 from traceview.dashboard.ui import pick_run
 
 st.title("Timeline")

@@ -1,11 +1,12 @@
-"""`traceview ranks FOLDER...`: clocks aligned across ranks, wait vs transfer per rank, the
+"""`traceview ranks PATH...`: clocks aligned across ranks, wait vs transfer per rank, the
 straggler, and step-time skew."""
 
 from __future__ import annotations
 
 import argparse
 
-from traceview.cli import inputs, render_jobs
+from traceview.cli import options
+from traceview.cli.reporters import as_csv, as_json, as_table
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -16,16 +17,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "the group), align clocks on their ends, split each rank's collective time into waiting "
         "for the last rank and transfer, name the straggler and show step-time skew.",
     )
-    inputs.add_options(p, what="folder of one job's rank traces")
+    options.add_inputs(p, what="folder of one job's rank traces, a sweep, or a folder of runs")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded = inputs.load(args)
+    runs = options.load(args)
     if args.format == "json":
-        text = render_jobs.ranks_json(loaded.jobs)
+        text = as_json.ranks(runs.jobs)
     elif args.format == "csv":
-        text = render_jobs.ranks_csv(loaded.jobs)
+        text = as_csv.ranks(runs.jobs)
     else:
-        text = render_jobs.ranks_table(loaded.jobs)
-    return inputs.finish(text, args, loaded)
+        text = as_table.ranks(runs.jobs)
+    return options.finish(text, args, runs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.algebra import covered_length, union
+from traceview.analysis.spans import exposed_part, kind_set
 from traceview.model import Timeline
 
 # nccl-tests' bus bandwidth factors for a group of n ranks.
@@ -58,10 +58,9 @@ def collective_calls(timeline: Timeline) -> pl.DataFrame:
     comm = iv.filter(pl.col("kind") == "comm").sort("ts_ns")
     if comm.height == 0:
         return pl.DataFrame(schema=CALLS_SCHEMA)
-    compute = iv.filter(pl.col("kind") == "compute")
-    cover = union(compute["ts_ns"].to_numpy(), compute["end_ns"].to_numpy())
-    starts, ends = comm["ts_ns"].to_numpy(), comm["end_ns"].to_numpy()
-    exposed = (ends - starts) - covered_length(cover, starts, ends)
+    exposed = exposed_part(
+        kind_set(iv, "compute"), comm["ts_ns"].to_numpy(), comm["end_ns"].to_numpy()
+    )
     factors = [
         bus_factor(c, n) for c, n in zip(comm["collective"], comm["group_size"], strict=True)
     ]

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from traceview.analysis.report import RankReport, analyze_trace
-from traceview.errors import NotATraceError, TraceviewError
+from traceview.analysis.rank import RankReport
+from traceview.errors import A_BUG, NotATraceError, TraceviewError
+from traceview.loader.rank import analyze_trace
 from traceview.parse.source import ProgressFn, is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
 
@@ -30,7 +33,7 @@ DoneFn = Callable[[int, int, Outcome], None]  # (finished so far, total, what fi
 
 @dataclass(frozen=True, kw_only=True)
 class Options:
-    """What every trace of one command is analysed with (analysis/report.py analyze_trace)."""
+    """What every trace of one load is analysed with (load/rank.py analyze_trace)."""
 
     comm_pattern: str | None = None
     keep_intervals: bool = False
@@ -53,8 +56,7 @@ def _analyze_one(path: Path, options: Options, progress: ProgressFn | None = Non
     except Exception as e:  # a bug: this trace fails, the others are still analysed
         return Failure(
             path,
-            f"{path}: internal error: {type(e).__name__}: {e} (a bug in traceview; --debug "
-            "shows where)",
+            f"{path}: internal error: {type(e).__name__}: {e} {A_BUG}",
             internal=traceback.format_exc(),
         )
 
@@ -83,10 +85,31 @@ def analyze_many(
     # spawn, not fork: polars' thread pools do not survive a fork.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_analyze_one, p, options): i for i, p in enumerate(paths)}
+        with _workers_skip_main():  # the workers start as the tasks are submitted
+            futures = {pool.submit(_analyze_one, p, options): i for i, p in enumerate(paths)}
         for done, future in enumerate(as_completed(futures), start=1):
             i = futures[future]
             results[i] = future.result()
             if on_done:
                 on_done(done, len(paths), results[i])
     return [results[i] for i in range(len(paths))]
+
+
+@contextmanager
+def _workers_skip_main() -> Iterator[None]:
+    """Spawned workers import the main module again, unless it hides where it came from. They
+    need only traceview; and a user's script without an `if __name__ == "__main__":` guard would
+    otherwise run again in each of them (and fail there, starting workers of its own)."""
+    main = sys.modules.get("__main__")
+    saved: dict[str, object] = {
+        k: main.__dict__[k] for k in ("__file__", "__spec__") if main and k in main.__dict__
+    }
+    if main is None or not saved:
+        yield
+        return
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.update(saved)

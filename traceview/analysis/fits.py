@@ -1,5 +1,6 @@
-"""What the collective calls add up to: which DDP bucket each all-reduce is, the backward tail,
-and an α-β fit of duration against size with the bucket size it suggests."""
+"""An α-β fit of each collective type's duration against its size (duration = α + bytes /
+bandwidth, least squares), how much to trust it, and the message size it suggests — with the
+advice in words, said the same way wherever it is shown."""
 
 from __future__ import annotations
 
@@ -8,59 +9,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import polars as pl
 
-from traceview.model import Timeline
-from traceview.parse.run_record import Bucket
+from traceview.analysis.buckets import GRADIENT_COLLECTIVES
 
-GRADIENT_COLLECTIVES = ("all_reduce", "reduce_scatter")
 MIN_R2_FOR_ADVICE = 0.5
-
-
-def label_buckets(calls: pl.DataFrame, buckets: list[Bucket] | None) -> pl.DataFrame:
-    """Add `bucket`: DDP launches its bucket all-reduces in bucket order during backward, so
-    the k-th backward all-reduce of a step is bucket k, when the step has exactly one per
-    bucket and their sizes match the recorded layout."""
-    if not buckets or calls.height == 0:
-        return calls.with_columns(bucket=pl.lit(None, pl.Int64))
-    sizes = [b.bytes for b in sorted(buckets, key=lambda b: b.index)]
-    grads = calls.filter(pl.col("backward") & (pl.col("collective") == "all_reduce"))
-    labelled = []
-    for _, rows in grads.sort("ready_ns", "start_ns").group_by("rank", "step", maintain_order=True):
-        if rows.height == len(sizes) and rows["bytes"].to_list() == sizes:
-            labelled.append(
-                rows.select("rank", "index", bucket=pl.int_range(pl.len(), dtype=pl.Int64))
-            )
-    if not labelled:
-        return calls.with_columns(bucket=pl.lit(None, pl.Int64))
-    return calls.join(pl.concat(labelled), on=["rank", "index"], how="left")
-
-
-@dataclass(frozen=True, kw_only=True)
-class BackwardTail:
-    """From the end of the step's backward compute to the end of its last gradient collective."""
-
-    step: int
-    backward_end_ns: int
-    last_gradient_comm_end_ns: int
-
-    @property
-    def tail_ns(self) -> int:
-        return max(0, self.last_gradient_comm_end_ns - self.backward_end_ns)
-
-
-def backward_tails(timeline: Timeline, calls: pl.DataFrame) -> list[BackwardTail]:
-    iv = timeline.intervals.filter(pl.col("step").is_not_null())
-    compute = (
-        iv.filter((pl.col("kind") == "compute") & pl.col("backward"))
-        .group_by("step")
-        .agg(backward_end_ns=pl.col("end_ns").max())
-    )
-    grads = (
-        calls.filter(pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES))
-        .group_by("step")
-        .agg(last_gradient_comm_end_ns=pl.col("end_ns").max())
-    )
-    both = compute.join(grads, on="step").sort("step")
-    return [BackwardTail(**row) for row in both.iter_rows(named=True)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,16 +27,18 @@ class AlphaBetaFit:
     confidence: str  # "high", "medium", "low"
     why: str
     size_for_90pct_bytes: float | None  # where α costs 10 % of the time
+    median_bytes: float | None  # of this type's calls with a known size
 
-    def advice(self, current_bytes: float | None) -> str:
+    @property
+    def advice(self) -> str:
         if self.size_for_90pct_bytes is None:
             return f"no recommendation ({self.why})"
         target = self.size_for_90pct_bytes
         unit = "buckets" if self.collective in GRADIENT_COLLECTIVES else "messages"
         text = f"messages of {target / 1e6:,.1f} MB or more reach 90% of the fitted bandwidth"
-        if current_bytes is not None:
-            median = f"; the median is {current_bytes / 1e6:,.1f} MB"
-            if current_bytes < target:
+        if self.median_bytes is not None:
+            median = f"; the median is {self.median_bytes / 1e6:,.1f} MB"
+            if self.median_bytes < target:
                 text += f"{median}: larger {unit} would help"
             else:
                 text += f"{median}: larger {unit} would only start communication later"
@@ -93,11 +46,9 @@ class AlphaBetaFit:
 
 
 def fit_alpha_beta(calls: pl.DataFrame, collective: str, duration: str = "dur_ns") -> AlphaBetaFit:
-    rows = calls.filter(
-        (pl.col("collective") == collective)
-        & pl.col("bytes").is_not_null()
-        & (pl.col(duration) > 0)
-    )
+    sized = calls.filter((pl.col("collective") == collective) & pl.col("bytes").is_not_null())
+    median = sized["bytes"].median() if sized.height else None
+    rows = sized.filter(pl.col(duration) > 0)
     x = rows["bytes"].to_numpy().astype(float)
     y = rows[duration].to_numpy().astype(float)
     distinct = len(np.unique(x))
@@ -111,6 +62,7 @@ def fit_alpha_beta(calls: pl.DataFrame, collective: str, duration: str = "dur_ns
         confidence="low",
         why="",
         size_for_90pct_bytes=None,
+        median_bytes=float(median) if median is not None else None,  # type: ignore[arg-type]
     )
     if distinct < 2:
         return replace(empty, why=f"{distinct} distinct message size(s); a fit needs two or more")
@@ -144,4 +96,5 @@ def fit_alpha_beta(calls: pl.DataFrame, collective: str, duration: str = "dur_ns
         confidence=confidence,
         why=why,
         size_for_90pct_bytes=9.0 * alpha_ns * bandwidth if advisable else None,
+        median_bytes=empty.median_bytes,
     )

@@ -1,6 +1,9 @@
-"""What an event's name says: collective kernels, collective calls, waits, steps.
+"""What an event's name says: collective kernels, collective calls, waits, steps. Declared
+once: the parser keeps the args of the events these rules call communication, and the model
+classifies events by them.
 
-Patterns use the regex syntax of polars (Rust's: no look-around), and run over the columns.
+Patterns use the regex syntax of polars (Rust's: no look-around), and run over the columns;
+the few that Python also runs (KEEPS_COMM_ARGS) are plain enough for both.
 """
 
 from __future__ import annotations
@@ -9,14 +12,29 @@ import re
 
 import polars as pl
 
+# The GPU collectives libraries, as their kernels and CPU spans begin.
+LIBRARIES = ("nccl", "rccl")
+# CPU ops that launch a collective (nested ones describe the same call): c10d::allreduce_,
+# _c10d_functional::all_gather_into_tensor, nccl:all_reduce, record_param_comms.
+CALL_PREFIXES = ("c10d::", "_c10d_functional::", *(f"{lib}:" for lib in LIBRARIES))
+CALL_NAMES = ("record_param_comms",)
+GLOO_PREFIX = "gloo:"
+
+
+def _either(words: tuple[str, ...]) -> str:
+    return "|".join(re.escape(w) for w in words)
+
+
 # NCCL/RCCL kernels: ncclKernel_AllReduce_RING_LL_Sum_float(...), ncclDevKernel_Generic(...).
-COMM_KERNEL = r"(?i)^(?:void\s+)?(?:nccl|rccl)"
+COMM_KERNEL = rf"(?i)^(?:void\s+)?(?:{_either(LIBRARIES)})"
 # Gloo runs each collective as a span on a pt_gloo_runloop thread: gloo:all_reduce, ...
-GLOO_SPAN = r"^gloo:"
-# CPU ops that launch a collective; nested ones describe the same call.
-COMM_CALL = r"^(?:c10d::|record_param_comms$|nccl:|rccl:|_c10d_functional::)"
+GLOO_SPAN = rf"^{re.escape(GLOO_PREFIX)}"
+COMM_CALL = rf"^(?:{_either(CALL_PREFIXES)}|(?:{_either(CALL_NAMES)})$)"
 # The CPU spans of NCCL/RCCL collectives: a trace that has them launched GPU communication.
-GPU_COLLECTIVE_SPAN = r"^(?:nccl|rccl):"
+GPU_COLLECTIVE_SPAN = rf"^(?:{_either(tuple(f'{lib}:' for lib in LIBRARIES))})"
+# Events whose args describe a collective: the parser keeps those args (and only those: shapes
+# are large). COMM_KERNEL's (?i) leads, so the whole pattern ignores case.
+KEEPS_COMM_ARGS = re.compile(f"{COMM_KERNEL}|{GLOO_SPAN}|{COMM_CALL}")
 # Kernel names that may be communication a trace's own collectives library runs (custom
 # all-to-all for expert parallelism, NVSHMEM, MSCCL++, ...): offered to --comm-pattern.
 MAYBE_COMM_KERNEL = (
@@ -34,7 +52,7 @@ FSDP_SPAN = r"^FSDP::"
 GLOO_THREAD = "pt_gloo_runloop"
 
 _PREFIXES = re.compile(
-    r"^(?:c10d::|_c10d_functional::|nccl:|rccl:|gloo:|ncclDevKernel_|ncclKernel_)"
+    rf"^(?:{_either((*CALL_PREFIXES, GLOO_PREFIX))}|(?:{_either(LIBRARIES)})(?:Dev)?Kernel_)"
 )
 # Checked in order: the first fragment found in the folded name wins.
 _COLLECTIVES = (

@@ -1,4 +1,4 @@
-"""`traceview dashboard [PATH]` and `traceview report PATH... --output report.html`."""
+"""`traceview dashboard [PATH]`: the Streamlit dashboard on a folder of runs."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from traceview.cli import compare, inputs
-from traceview.cli.output import replacing
 from traceview.errors import TraceviewError
 
-APP = Path(__file__).parents[1] / "dashboard" / "app.py"
+APP = Path(__file__).parents[2] / "dashboard" / "app.py"
+ROOT_ENV = "TRACEVIEW_DASHBOARD_ROOT"  # the folder the dashboard reads (dashboard/data.py)
 
 
-def add_parsers(subparsers: argparse._SubParsersAction) -> None:
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "dashboard",
         help="browse runs in a local web dashboard",
@@ -26,15 +25,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("path", nargs="?", default="sample_traces", metavar="PATH")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: localhost only)")
     p.add_argument("--port", type=port_number, default=8501, help="1 to 65535 (default 8501)")
-    p.set_defaults(run=run_dashboard)
-    r = subparsers.add_parser(
-        "report",
-        help="the dashboard's charts as one static HTML file",
-        description="Write the dashboard's charts for runs (as for `compare`) "
-        "into one self-contained HTML file.",
-    )
-    inputs.add_options(r, what="run folder, sweep folder, or folder of rank traces")
-    r.set_defaults(run=run_report, format="table")
+    p.set_defaults(run=run)
 
 
 def port_number(text: str) -> int:
@@ -64,7 +55,7 @@ def check_free(host: str, port: int) -> None:
             ) from None
 
 
-def run_dashboard(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     root = Path(args.path)
     if not root.is_dir():
         raise TraceviewError(f"{root}: no such folder")
@@ -98,17 +89,5 @@ def run_dashboard(args: argparse.Namespace) -> int:
         "--",
         str(root),
     ]
-    env = {**os.environ, "TRACEVIEW_DASHBOARD_ROOT": str(root.resolve())}
+    env = {**os.environ, ROOT_ENV: str(root.resolve())}
     return subprocess.call(cmd, env=env)
-
-
-def run_report(args: argparse.Namespace) -> int:
-    if not args.output or args.output == "-":
-        raise TraceviewError("report needs --output FILE.html")
-    from traceview.dashboard.report import report_html
-
-    args.paths = compare.expand(args.paths)
-    loaded = inputs.load(args)
-    with replacing(args.output) as sink:
-        sink.write(report_html(loaded.jobs).encode("utf-8"))
-    return inputs.finish(f"wrote {args.output}\n", argparse.Namespace(output=None), loaded)

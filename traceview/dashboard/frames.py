@@ -1,5 +1,6 @@
-"""Tidy frames of a job's results, one row per observation: what charts and reports draw.
-Every number here comes from the analyses; nothing new is computed for display."""
+"""Tidy frames of loaded runs, one row per observation: what the dashboard's charts and the
+static report draw. Every number comes from the public API (traceview.load); nothing new is
+computed for display."""
 
 from __future__ import annotations
 
@@ -7,15 +8,21 @@ from dataclasses import asdict
 
 import polars as pl
 
-from traceview.algebra import difference, intersect, union
-from traceview.analysis import theory
-from traceview.analysis.job import JobReport
-from traceview.analysis.scaling import scaling_rows
+from traceview import (
+    STATE_CATEGORIES,
+    Job,
+    Runs,
+    layout_bytes,
+    model_state_bytes,
+    overlap_spans,
+    run_precision,
+    union,
+)
 
 OVERLAP_PARTS = ("compute_only", "overlap", "exposed_comm", "idle")
 
 
-def overlap_frame(job: JobReport) -> pl.DataFrame:
+def overlap_frame(job: Job) -> pl.DataFrame:
     """rank, step, part (compute_only | overlap | exposed_comm | idle), ms — the parts add up
     to the step window."""
     rows = [
@@ -29,14 +36,41 @@ def overlap_frame(job: JobReport) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
-def scaling_frame(jobs: list[JobReport]) -> pl.DataFrame:
-    """One row per run (analysis/scaling.py ScalingRow); `caveats` joined into one string."""
+def scaling_frame(runs: Runs) -> pl.DataFrame:
+    """One row per run (traceview.ScalingRow); `caveats` joined into one string."""
     return pl.DataFrame(
-        [{**asdict(r), "caveats": "; ".join(r.caveats) or None} for r in scaling_rows(jobs)]
+        [{**asdict(r), "caveats": "; ".join(r.caveats) or None} for r in runs.scaling()]
     )
 
 
-def memory_frame(job: JobReport) -> pl.DataFrame:
+def prediction_frame(runs: Runs) -> pl.DataFrame | None:
+    """strategy, dp, step_seconds, efficiency of the what-if (traceview.Prediction); None when
+    there is nothing to predict from."""
+    predicted = runs.predictions()
+    return pl.DataFrame([asdict(p) for p in predicted]) if predicted else None
+
+
+def caveat_lines(runs: Runs, root: str = "") -> list[str]:
+    """Every caveat of the runs, each once: the comparison's, then each run's rank notes with
+    the ranks they hold for. Run names shown relative to `root`."""
+
+    def short(name: str) -> str:
+        return name.removeprefix(root).lstrip("/") or name if root else name
+
+    lines = [f"{short(r.job)}: {c}" for r in runs.scaling() for c in r.caveats]
+    for job in runs.jobs:
+        ranks: dict[str, list[str]] = {}
+        for r in job.ranks:
+            for note in r.notes:
+                if note.caveat:
+                    ranks.setdefault(note.message, []).append(str(r.rank))
+        lines += [
+            f"{short(job.name)} (ranks {', '.join(who)}): {msg}" for msg, who in ranks.items()
+        ]
+    return lines
+
+
+def memory_frame(job: Job) -> pl.DataFrame:
     """rank, category, measured_mb, theory_mb (the textbook ZeRO formula for the run's
     precision), as_run_mb (the layout the harness holds, where it differs; else null), and the
     precision; needs a run record."""
@@ -49,12 +83,12 @@ def memory_frame(job: JobReport) -> pl.DataFrame:
         "precision": pl.String,
     }
     run = job.run
-    precision = theory.run_precision(run.config) if run else None
+    precision = run_precision(run.config) if run else None
     if run is None or precision is None:
         return pl.DataFrame(schema=schema)
     psi, n = run.num_params, run.world_size
-    formula = theory.model_state_bytes(run.strategy, psi, n, precision) or {}
-    layout = theory.layout_bytes(run.strategy, psi, n, precision)
+    formula = model_state_bytes(run.strategy, psi, n, precision) or {}
+    layout = layout_bytes(run.strategy, psi, n, precision)
     rows = [
         {
             "rank": r.rank,
@@ -65,23 +99,20 @@ def memory_frame(job: JobReport) -> pl.DataFrame:
             "precision": precision,
         }
         for r in run.ranks
-        for cat in theory.CATEGORIES
+        for cat in STATE_CATEGORIES
     ]
     return pl.DataFrame(rows, schema=schema)
 
 
-def calls_frame(job: JobReport, step: int | None = None) -> pl.DataFrame:
+def calls_frame(job: Job, step: int | None = None) -> pl.DataFrame:
     """Collective calls (of one step, if given) with times in ms from the first call's ready
-    time, and a label (bucket or module)."""
+    time, and a label (bucket, else module, else the collective)."""
     calls = job.calls if step is None else job.calls.filter(pl.col("step") == step)
     if calls.height == 0:
         return calls
     origin = calls["ready_ns"].drop_nulls().min() or calls["start_ns"].min()
-    label = pl.col("module")
-    if "bucket" in calls.columns:
-        label = pl.coalesce(pl.format("bucket {}", pl.col("bucket")), pl.col("module"))
     return calls.with_columns(
-        label=pl.coalesce(label, pl.col("collective")),
+        label=pl.coalesce(pl.col("label"), pl.col("collective")),
         ready_ms=(pl.col("ready_ns") - origin) / 1e6,
         start_ms=(pl.col("start_ns") - origin) / 1e6,
         end_ms=(pl.col("end_ns") - origin) / 1e6,
@@ -91,9 +122,7 @@ def calls_frame(job: JobReport, step: int | None = None) -> pl.DataFrame:
     )
 
 
-def timeline_frame(
-    job: JobReport, step: int, max_intervals: int = 4000
-) -> tuple[pl.DataFrame, bool]:
+def timeline_frame(job: Job, step: int, max_intervals: int = 4000) -> tuple[pl.DataFrame, bool]:
     """rank, lane, kind, start_ms, end_ms of one step (ms from the step's earliest start), plus
     'overlap' and 'exposed comm' lanes per rank. Above `max_intervals` the intervals of each lane
     and kind are merged where they touch or overlap (True is returned: say so)."""
@@ -104,15 +133,7 @@ def timeline_frame(
         iv = r.intervals.filter((pl.col("step") == step) & (pl.col("kind") != "other"))
         if iv.height == 0:
             continue
-        compute = union(
-            iv.filter(pl.col("kind") == "compute")["ts_ns"].to_numpy(),
-            iv.filter(pl.col("kind") == "compute")["end_ns"].to_numpy(),
-        )
-        comm = union(
-            iv.filter(pl.col("kind") == "comm")["ts_ns"].to_numpy(),
-            iv.filter(pl.col("kind") == "comm")["end_ns"].to_numpy(),
-        )
-        extra = [("overlap", intersect(compute, comm)), ("exposed comm", difference(comm, compute))]
+        extra = zip(("overlap", "exposed comm"), overlap_spans(iv), strict=True)
         parts.append(
             iv.select(
                 pl.lit(r.rank).alias("rank"),

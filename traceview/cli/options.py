@@ -1,38 +1,45 @@
-"""What every command that reads traces shares: the options, loading traces in parallel with
-progress, skipping non-trace JSON in folders, and reporting errors and losses at the end."""
+"""What every command that reads traces shares: its options, loading through the front door
+(traceview.load) with progress, and at the end the output, what failed or was lost, and the
+exit code."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 
 import polars as pl
 
-from traceview.analysis import RankReport
-from traceview.analysis.job import JobReport, analyze_job
 from traceview.cli.output import refuse_inputs, write_output
 from traceview.cli.progress import Progress
 from traceview.cli.say import say
 from traceview.cli.steps import parse_steps
 from traceview.errors import (
+    A_BUG,
+    A_BUG_DEBUG,
     EXIT_BAD_INPUT,
     EXIT_DATA_LOSS,
     EXIT_INTERNAL,
     EXIT_OK,
     TraceviewError,
 )
-from traceview.inputs import NOT_TRACES, check_one_job, resolve
+from traceview.loader import Failure, Runs, RunSource, load_runs
+from traceview.loader.sources import NOT_TRACES
 from traceview.parse.source import is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
-from traceview.runner import Failure, Options, analyze_many
+
+FORMATS = ("table", "json", "csv")
 
 
-def add_options(
-    p: argparse.ArgumentParser, *, what: str = "trace file or folder of rank traces"
+def add_inputs(
+    p: argparse.ArgumentParser,
+    *,
+    what: str = "trace file, run folder, sweep, or folder of runs",
+    formats: tuple[str, ...] = FORMATS,
 ) -> None:
+    """The paths and the options for reading them; `--format` where the command has a choice."""
     p.add_argument("paths", nargs="+", metavar="PATH", help=what)
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    if formats:
+        p.add_argument("--format", choices=formats, default=formats[0])
     p.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     p.add_argument(
         "--comm-pattern",
@@ -96,90 +103,71 @@ def _regex_reason(message: str) -> str:
     return first.removeprefix("regex error: ").rstrip(".") or "not a valid pattern"
 
 
-@dataclass
-class Loaded:
-    jobs: list[JobReport]  # one per PATH that yielded any trace
-    failures: list[Failure]
-
-    @property
-    def reports(self) -> list[RankReport]:
-        return [r for job in self.jobs for r in job.ranks]
-
-
-def load(args: argparse.Namespace, *, keep_intervals: bool = False) -> Loaded:
+def load(args: argparse.Namespace, *, keep_intervals: bool = False) -> Runs:
+    """The runs the command's paths name, with progress on stderr; an --output that is one of
+    the inputs is refused before any work."""
     if args.jobs is not None and args.jobs < 1:
         raise TraceviewError("--jobs must be at least 1")
-    groups = resolve(args.paths)
-    files = [f for g in groups for f in g.files]
-    records = [g.source / name for g in groups if g.is_folder for name in NOT_TRACES]
-    refuse_inputs(args.output, [*files, *records])
     progress = Progress(args.progress)
-    streams = [f for f in files if is_stream(f)]
-    if streams:  # read in this process, one by one: say so if nothing arrives for a while
-        progress.say_if_nothing_arrives(streams)
-    options = Options(
+
+    def before(sources: list[RunSource]) -> None:
+        files = [f for s in sources for f in s.files]
+        records = [s.folder / name for s in sources if s.folder for name in NOT_TRACES]
+        refuse_inputs(args.output, [*files, *records])
+        waiting = [f for f in files if is_stream(f)]
+        if waiting:  # read here, one by one: said if nothing arrives for a while
+            progress.say_if_nothing_arrives(waiting)
+
+    runs = load_runs(
+        args.paths,
         comm_pattern=args.comm_pattern,
         keep_intervals=keep_intervals,
         max_event_bytes=args.max_event_mb << 20,
-    )
-    outcomes = analyze_many(
-        files,
-        options=options,
         jobs=args.jobs,
-        on_done=progress.file_done if len(files) > 1 else None,
-        progress=progress.bytes_read if len(files) == 1 or streams else None,
+        before=before,
+        on_done=progress.file_done,
+        progress=progress.bytes_read,
     )
     progress.stop_waiting()
-    if len(files) == 1 and progress.enabled:
-        sys.stderr.write("\r" + " " * 50 + "\r")
-    by_path = dict(zip(files, outcomes, strict=True))
-    failures: list[Failure] = []
-    jobs = []
-    for g in groups:
-        reports = [o for f in g.files if isinstance(o := by_path[f], RankReport)]
-        for path in g.files:
-            o = by_path[path]
-            if isinstance(o, Failure):
-                if o.not_a_trace and g.is_folder:
-                    say("skipped", f"{o.path}: not a profiler trace")
-                else:
-                    failures.append(o)
-        if g.is_folder:
-            check_one_job(g.source, reports)
-        if reports:
-            jobs.append(analyze_job(g.source if g.is_folder else None, reports))
-    if not jobs:
-        for failure in failures[:-1]:
+    progress.clear_line()
+    for path in runs.skipped:
+        say("skipped", f"{path}: not a profiler trace")
+    if not runs.jobs:
+        for failure in runs.failures[:-1]:
             _report(failure, args)
-        last = failures[-1]
+        if not runs.failures:
+            raise TraceviewError(f"{', '.join(args.paths)}: no traces")
+        last = runs.failures[-1]
         if last.internal and getattr(args, "debug", False):
             sys.stderr.write(last.internal)
-        raise TraceviewError(last.message, EXIT_INTERNAL if last.internal else EXIT_BAD_INPUT)
-    return Loaded(jobs, failures)
+        message = last.message.replace(A_BUG, A_BUG_DEBUG)
+        raise TraceviewError(message, EXIT_INTERNAL if last.internal else EXIT_BAD_INPUT)
+    return runs
 
 
-def finish(text: str, args: argparse.Namespace, loaded: Loaded) -> int:
-    """Write the output, then say what failed and what was lost; the exit code follows."""
-    write_output(text, args.output)
-    for f in loaded.failures:
+def finish(text: str, args: argparse.Namespace, runs: Runs, *, wrote_output: bool = False) -> int:
+    """Write the output (or, once the command has written its --output file itself, `text` to
+    stdout), then say what failed and what was lost; the exit code follows."""
+    write_output(text, None if wrote_output else args.output)
+    for f in runs.failures:
         _report(f, args)
     # One line per loss: the same words on many ranks (a job's note) name its traces once.
     losses: dict[str, list[str]] = {}
-    for r in loaded.reports:
+    for r in runs.reports:
         for n in r.notes:
             if n.lossy:
                 losses.setdefault(n.message, []).append(str(r.trace))
     for message, traces in losses.items():
         more = f" and {len(traces) - 1:,} more" if len(traces) > 1 else ""
         say("warning", f"{traces[0]}{more}: {message}")
-    if any(f.internal for f in loaded.failures):
+    if any(f.internal for f in runs.failures):
         return EXIT_INTERNAL
-    if loaded.failures:
+    if runs.failures:
         return EXIT_BAD_INPUT
-    return EXIT_DATA_LOSS if any(r.lossy for r in loaded.reports) else EXIT_OK
+    return EXIT_DATA_LOSS if any(r.lossy for r in runs.reports) else EXIT_OK
 
 
 def _report(failure: Failure, args: argparse.Namespace) -> None:
     if failure.internal and getattr(args, "debug", False):
         sys.stderr.write(failure.internal)
-    say("error", failure.message)
+    say("error", failure.message.replace(A_BUG, A_BUG_DEBUG))

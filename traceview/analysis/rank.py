@@ -1,4 +1,4 @@
-"""analyze_trace(path) -> RankReport: parse, model and measure one rank's trace."""
+"""RankReport: what one rank's trace tells — its totals, steps, collectives and notes."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis.breakdown import Breakdown
-from traceview.analysis.collective_summary import CollectiveSummary, collective_summaries
-from traceview.analysis.collectives import collective_calls
-from traceview.analysis.comm_summary import BackwardTail, backward_tails
+from traceview.analysis.buckets import BackwardTail, backward_tails
+from traceview.analysis.call_totals import CollectiveSummary, collective_summaries
+from traceview.analysis.calls import collective_calls
 from traceview.analysis.truncation import partial_steps
 from traceview.analysis.windows import (
     BeforeFirstStep,
@@ -20,10 +20,9 @@ from traceview.analysis.windows import (
     total_breakdown,
 )
 from traceview.errors import Note
-from traceview.model import build_timeline
-from traceview.parse import read_trace
-from traceview.parse.source import ProgressFn
-from traceview.parse.stream import MAX_EVENT_BYTES
+from traceview.model import Timeline
+from traceview.parse import Trace
+from traceview.parse.run_record import TraceRun
 
 _EPOCH_2001_NS = 10**18  # trace clocks past this are already Unix time in ns
 
@@ -44,49 +43,40 @@ class RankReport:
     before_first_step: BeforeFirstStep | None  # kernels launched before the profiling window
     collectives: tuple[CollectiveSummary, ...]
     epoch_span_ns: tuple[int, int] | None  # wall-clock span, when the trace can tell
-    calls: pl.DataFrame  # one row per collective call (analysis/collectives.py CALLS_SCHEMA)
+    calls: pl.DataFrame  # one row per collective call (analysis/calls.py CALLS_SCHEMA)
     backward_tails: tuple[BackwardTail, ...]
     intervals: pl.DataFrame | None = None  # the whole model, when asked for (timeline export)
+    run: TraceRun | None = None  # the run the trace says it belongs to (harness traces)
 
     @property
     def lossy(self) -> bool:
         return any(n.lossy for n in self.notes)
 
 
-def analyze_trace(
-    path: str | Path,
-    *,
-    comm_pattern: str | None = None,
-    progress: ProgressFn | None = None,
-    keep_intervals: bool = False,
-    max_event_bytes: int = MAX_EVENT_BYTES,
-) -> RankReport:
-    """`max_event_bytes`: the longest event (or stretch without one) read before giving up."""
-    trace = read_trace(path, progress, max_event_bytes)
-    timeline = build_timeline(trace, comm_pattern)
-    # The events are all in the timeline now: let them go before the measuring starts.
-    meta, size, truncated, notes = trace.meta, trace.size_bytes, trace.truncated, [*trace.notes]
-    path = trace.path
-    del trace
+def rank_report(trace: Trace, timeline: Timeline, *, keep_intervals: bool = False) -> RankReport:
+    """Everything one rank's trace tells, measured on its timeline. `trace` need not hold its
+    events any more: only its description is read."""
+    meta = trace.meta
     total = total_breakdown(timeline)
     calls = collective_calls(timeline)
-    notes += timeline.notes
+    notes = [*trace.notes, *timeline.notes]
     if total is None:
         notes.append(Note(message="no compute or communication work in the trace"))
     steps = step_breakdowns(timeline)
-    if truncated:
+    if trace.truncated:
         partial, caveat = partial_steps(timeline, steps)
         steps = [replace(s, partial=s.step in partial) for s in steps]
         notes.append(caveat)
     return RankReport(
-        trace=path,
+        trace=trace.path,
         host=meta.host_name,
+        run=meta.run,
         rank=meta.rank,
         world_size=meta.world_size,
         backend=meta.backend,
         mode=timeline.mode,
-        size_bytes=size,
-        truncated=truncated,
+        size_bytes=trace.size_bytes,
+        truncated=trace.truncated,
         notes=tuple(notes),
         total=total,
         steps=tuple(steps),

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from traceview.cli import inputs, render_jobs
+from traceview.cli import options
+from traceview.cli.reporters import as_csv, as_json, as_table
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -16,17 +17,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "module, ready/start/end, bytes, bus bandwidth, the part no compute hides; waits and "
         "transfers across ranks; the backward tail; and an α-β fit of duration against size.",
     )
-    inputs.add_options(p)
-    inputs.add_step_filter(p)
+    options.add_inputs(p)
+    options.add_step_filter(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    loaded = inputs.load(args)
+    runs = options.load(args)
     if args.format == "json":
-        text = render_jobs.collectives_json(loaded.jobs, args.steps)
+        text = as_json.collectives(runs.jobs, args.steps)
     elif args.format == "csv":
-        text = render_jobs.collectives_csv(loaded.jobs, args.steps)
+        text = as_csv.collectives(runs.jobs, args.steps)
     else:
-        text = render_jobs.collectives_table(loaded.jobs, args.steps)
-    return inputs.finish(text, args, loaded)
+        text = as_table.collectives(runs.jobs, args.steps)
+    return options.finish(text, args, runs)

@@ -1,0 +1,45 @@
+"""The what-if prediction of efficiency at larger DP degrees, on hand-made runs whose answers are
+computed by hand (README "Dashboard": the prediction's model)."""
+
+from __future__ import annotations
+
+import pytest
+
+import traceview
+from tests import tracebuild as tb
+
+# tracebuild.gpu_example per step: step 1 communicates [70,140) µs beside compute [50,130):
+# comm 70, hidden 60, exposed 10; step 2 has no communication. Means over the steps: comm 35 µs,
+# hidden 30 µs, exposed 5 µs. Both runs take 100 µs per measured step.
+STEP_S = 100e-6
+
+
+def _predictions(tmp_path):
+    one = tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, STEP_S, STEP_S])
+    two = tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, STEP_S, STEP_S, STEP_S])
+    return {p.dp: p for p in traceview.load_runs([one, two]).predictions()}
+
+
+def test_communication_grows_with_the_bus_factor_and_only_its_excess_is_exposed(tmp_path):
+    by = _predictions(tmp_path)
+    assert sorted(by) == [4, 8, 16]  # 2×, 4× and 8× the largest measured degree
+    # all-reduce bus factor 2(N-1)/N: 1 at N=2 (the reference), 1.5 at 4, 1.75 at 8, 1.875 at 16.
+    # N=4: comm 35 × 1.5 = 52.5; exposed 52.5 - 30 = 22.5; step 100 + (22.5 - 5) = 117.5 µs.
+    # N=8: comm 61.25; exposed 31.25; step 126.25 µs. N=16: 65.625; 35.625; 130.625 µs.
+    expected = {4: 117.5e-6, 8: 126.25e-6, 16: 130.625e-6}
+    for n, step in expected.items():
+        assert by[n].strategy == "ddp"
+        assert by[n].step_seconds == pytest.approx(step)
+        assert by[n].efficiency == pytest.approx(STEP_S / step)  # weak scaling: T(1) / T(N)
+    assert by[4].efficiency == pytest.approx(0.851064, abs=1e-6)
+
+
+def test_no_prediction_without_a_dp_1_run_of_the_same_strategy(tmp_path):
+    two = tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, STEP_S, STEP_S])
+    other = tb.run_folder(tmp_path, "z1", strategy="zero1", steps=[9.0, STEP_S, STEP_S])
+    assert traceview.load_runs([two, other]).predictions() == []
+
+
+def test_no_prediction_from_runs_at_dp_1_only(tmp_path):
+    one = tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, STEP_S])
+    assert traceview.load_runs([one]).predictions() == []

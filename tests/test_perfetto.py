@@ -1,0 +1,40 @@
+"""The exported timeline on a hand-made trace: its added tracks and annotated calls, by hand."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import traceview
+from tests import tracebuild as tb
+from traceview.perfetto import annotated_events, write_annotated
+
+
+def test_tracks_and_calls_of_a_hand_made_trace(tmp_path):
+    folder = tb.run_folder(tmp_path, "run", steps=[9.0, 1e-4, 1e-4])
+    job = traceview.load(folder, keep_intervals=True)
+    events = list(annotated_events(job))
+    spans = [e for e in events if e["ph"] == "X"]
+    tracks = {e["name"]: (e["ts"], e["dur"]) for e in spans if e["cat"] == "traceview"}
+    # Compute [20,130) and [140,170) µs (the kernel before the first step included), the
+    # all-reduce [70,140): overlap [70,130), exposed [130,140); times from the first start, 20.
+    assert tracks == {"overlap": (50.0, 60.0), "exposed comm": (110.0, 10.0)}
+    (call,) = [e for e in spans if e["cat"] == "comm"]
+    assert (call["ts"], call["dur"]) == (50.0, 70.0)
+    assert call["args"]["collective"] == "all_reduce" and call["args"]["bytes"] == 4000
+    assert call["args"]["exposed_ns"] == 10_000
+    assert "label" not in call["args"]  # no bucket layout recorded, no FSDP module: none said
+    assert {e["cat"] for e in spans} == {"traceview", "compute", "comm", "memory"}
+    lanes = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert {"overlap", "exposed comm"} < lanes
+
+
+def test_written_whole_and_compressed(tmp_path):
+    job = traceview.load(tb.run_folder(tmp_path, "run", steps=[9.0, 1e-4]), keep_intervals=True)
+    plain, packed = io.BytesIO(), io.BytesIO()
+    count = write_annotated(job, plain, compress=False)
+    write_annotated(job, packed, compress=True)
+    doc = json.loads(plain.getvalue())
+    assert len(doc["traceEvents"]) == count == len(list(annotated_events(job)))
+    assert json.loads(gzip.decompress(packed.getvalue())) == doc

@@ -1,0 +1,61 @@
+"""Which DDP bucket each gradient all-reduce is, and the backward tail: how long gradient
+communication runs on after the backward pass's compute has ended."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from traceview.model import Timeline
+from traceview.parse.run_record import Bucket
+
+GRADIENT_COLLECTIVES = ("all_reduce", "reduce_scatter")
+
+
+def label_buckets(calls: pl.DataFrame, buckets: list[Bucket] | None) -> pl.DataFrame:
+    """Add `bucket`: DDP launches its bucket all-reduces in bucket order during backward, so
+    the k-th backward all-reduce of a step is bucket k, when the step has exactly one per
+    bucket and their sizes match the recorded layout."""
+    if not buckets or calls.height == 0:
+        return calls.with_columns(bucket=pl.lit(None, pl.Int64))
+    sizes = [b.bytes for b in sorted(buckets, key=lambda b: b.index)]
+    grads = calls.filter(pl.col("backward") & (pl.col("collective") == "all_reduce"))
+    labelled = []
+    for _, rows in grads.sort("ready_ns", "start_ns").group_by("rank", "step", maintain_order=True):
+        if rows.height == len(sizes) and rows["bytes"].to_list() == sizes:
+            labelled.append(
+                rows.select("rank", "index", bucket=pl.int_range(pl.len(), dtype=pl.Int64))
+            )
+    if not labelled:
+        return calls.with_columns(bucket=pl.lit(None, pl.Int64))
+    return calls.join(pl.concat(labelled), on=["rank", "index"], how="left")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BackwardTail:
+    """From the end of the step's backward compute to the end of its last gradient collective."""
+
+    step: int
+    backward_end_ns: int
+    last_gradient_comm_end_ns: int
+
+    @property
+    def tail_ns(self) -> int:
+        return max(0, self.last_gradient_comm_end_ns - self.backward_end_ns)
+
+
+def backward_tails(timeline: Timeline, calls: pl.DataFrame) -> list[BackwardTail]:
+    iv = timeline.intervals.filter(pl.col("step").is_not_null())
+    compute = (
+        iv.filter((pl.col("kind") == "compute") & pl.col("backward"))
+        .group_by("step")
+        .agg(backward_end_ns=pl.col("end_ns").max())
+    )
+    grads = (
+        calls.filter(pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES))
+        .group_by("step")
+        .agg(last_gradient_comm_end_ns=pl.col("end_ns").max())
+    )
+    both = compute.join(grads, on="step").sort("step")
+    return [BackwardTail(**row) for row in both.iter_rows(named=True)]

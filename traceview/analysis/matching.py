@@ -1,0 +1,220 @@
+"""Matching collective calls across ranks: propose matches (by sequence numbers or order, or
+by end times when the order disagrees), fit each rank's clock offset to them, and judge whether
+they hold together (README "Across ranks")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+KEY = ["pg_key", "order"]
+# Collectives whose message size may differ from rank to rank.
+UNEVEN = ["all_to_all", "send_recv", "send", "recv", "gather", "scatter"]
+# Collectives no rank can finish before every rank has begun: these are the ones a match is
+# checked on. (A broadcast's or reduce's root, or a point-to-point sender, may finish first.)
+SYMMETRIC = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"]
+# When a match holds (README "Across ranks"), on the aligned clocks: no rank ends before the
+# last one began, within 20 µs + 2 % of the shortest duration; and GPU kernels (which no
+# scheduler delays) end together, within 50 µs + 10 % of the shortest duration.
+CAUSAL_SLACK_NS, CAUSAL_SLACK_SHARE = 20_000, 0.02
+ENDS_SLACK_NS, ENDS_SLACK_SHARE = 50_000, 0.10
+# Matching by end times fits the clock offsets to the matches it finds: it needs this many.
+MIN_END_TIME_MATCHES = 3
+MAX_END_TIME_PAIRS = 2_000_000
+
+
+def keyed_calls(calls: pl.DataFrame) -> pl.DataFrame:
+    """Each call's key: its sequence number in its group where recorded, else its order among
+    the calls of the same type and size in its group and step (Gloo's two worker threads can
+    start queued collectives a little out of order; same-sized ones are interchangeable)."""
+    same = ["rank", "step", "pg_key", "collective", "size_key"]
+    return calls.with_columns(
+        pg_key=pl.col("pg").fill_null("default"),
+        # Sizes differ across ranks for these: they cannot tell calls apart.
+        size_key=pl.when(pl.col("collective").is_in(UNEVEN)).then(-1).otherwise(pl.col("bytes")),
+        on_device=pl.col("lane").str.starts_with("stream"),
+    ).with_columns(
+        order=pl.when(pl.col("seq").is_not_null())
+        .then(pl.format("seq {}", pl.col("seq")))
+        .otherwise(
+            pl.format(
+                "{}/{}/{}/{}",
+                pl.col("step").fill_null(-1),
+                pl.col("collective").fill_null("?"),
+                pl.col("size_key").fill_null(-1),
+                pl.int_range(pl.len()).over(same, order_by="start_ns"),
+            )
+        )
+    )
+
+
+def match_by_keys(keyed: pl.DataFrame, ranks: int) -> pl.DataFrame:
+    """Keys present on every rank once, with the same collective type (and size, where every
+    rank sends the same): one `match` id each."""
+    agreed = keyed.group_by(KEY).agg(
+        n=pl.len(),
+        ranks=pl.col("rank").n_unique(),
+        kinds=pl.col("collective").n_unique(),
+        sizes=pl.col("bytes").n_unique(),
+        uneven=pl.col("collective").is_in(UNEVEN).any(),
+    )
+    good = agreed.filter(
+        (pl.col("n") == ranks)
+        & (pl.col("ranks") == ranks)
+        & (pl.col("kinds") == 1)
+        & ((pl.col("sizes") <= 1) | pl.col("uneven"))
+    )
+    return keyed.join(good.select(KEY).sort(KEY).with_row_index("match"), on=KEY, how="inner")
+
+
+def _ends_slack(shortest_ns: pl.Expr | np.ndarray) -> pl.Expr | np.ndarray:
+    return ENDS_SLACK_NS + ENDS_SLACK_SHARE * shortest_ns
+
+
+def _consensus(d: np.ndarray, slack: np.ndarray) -> tuple[float, np.ndarray]:
+    """The offset most differences agree on (each within its own slack), and which agree: a
+    few wrong matches cannot pull it, as they would a mean or, past half, a median."""
+    order = np.sort(d)
+    width = float(np.median(slack))
+    agree = np.searchsorted(order, order + width, "right") - np.searchsorted(
+        order, order - width, "left"
+    )
+    center = order[int(np.argmax(agree))]
+    inliers = np.abs(d - center) <= slack
+    return float(np.median(d[inliers])), inliers
+
+
+def _offsets(matched: pl.DataFrame, ranks: list[int], shared_clock: bool) -> dict[int, float]:
+    """Per rank, what to subtract to reach the reference rank's clock, from the ends of the
+    matched calls (the symmetric ones where there are any). One host: one clock, nothing."""
+    if shared_clock:
+        return dict.fromkeys(ranks, 0.0)
+    reference = ranks[0]
+    basis = matched.filter(pl.col("collective").is_in(SYMMETRIC))
+    basis = basis if basis.height else matched
+    ref = basis.filter(pl.col("rank") == reference).select(
+        "match", ref_end="end_ns", ref_dur="dur_ns"
+    )
+    out = {reference: 0.0}
+    for rank in ranks[1:]:
+        pairs = basis.filter(pl.col("rank") == rank).join(ref, on="match")
+        if pairs.height == 0:
+            out[rank] = 0.0
+            continue
+        d = (pairs["end_ns"] - pairs["ref_end"]).cast(pl.Float64).to_numpy()
+        if pairs["on_device"].all():
+            shortest = np.minimum(pairs["dur_ns"].to_numpy(), pairs["ref_dur"].to_numpy())
+            out[rank] = _consensus(d, np.asarray(_ends_slack(shortest), dtype=float))[0]
+        else:  # CPU spans end as the scheduler lets them: no tighter agreement to look for
+            out[rank] = float(np.median(d))
+    return out
+
+
+@dataclass(frozen=True)
+class Judged:
+    calls: pl.DataFrame  # matched calls on aligned clocks, + `holds` per match (null: not judged)
+    offsets: dict[int, float]
+    judged: int  # symmetric matches, the ones that can be checked
+    held: int
+    end_spread_ns: float | None  # median over judged matches
+    duration_ns: float | None  # median duration of the judged calls
+
+    @property
+    def holds(self) -> bool:
+        return self.judged == 0 or 2 * self.held > self.judged
+
+
+def judge(matched: pl.DataFrame, ranks: list[int], shared_clock: bool) -> Judged:
+    offsets = _offsets(matched, ranks, shared_clock)
+    off = pl.DataFrame(
+        {"rank": ranks, "offset": [offsets[r] for r in ranks]},
+        schema={"rank": pl.Int32, "offset": pl.Float64},
+    )
+    aligned = matched.join(off, on="rank").with_columns(
+        arrive=pl.col("start_ns") - pl.col("offset"), leave=pl.col("end_ns") - pl.col("offset")
+    )
+    per_match = aligned.group_by("match").agg(
+        symmetric=pl.col("collective").first().is_in(SYMMETRIC),
+        device=pl.col("on_device").all(),
+        last_in=pl.col("arrive").max(),
+        first_out=pl.col("leave").min(),
+        last_out=pl.col("leave").max(),
+        shortest=pl.col("dur_ns").min(),
+    )
+    causal = pl.col("first_out") >= pl.col("last_in") - (
+        CAUSAL_SLACK_NS + CAUSAL_SLACK_SHARE * pl.col("shortest")
+    )
+    together = ~pl.col("device") | (
+        pl.col("last_out") - pl.col("first_out") <= _ends_slack(pl.col("shortest"))
+    )
+    per_match = per_match.with_columns(
+        holds=pl.when(pl.col("symmetric")).then(causal & together),
+        spread=pl.col("last_out") - pl.col("first_out"),
+    )
+    judged = per_match.filter(pl.col("symmetric"))
+    durations = aligned.filter(pl.col("collective").is_in(SYMMETRIC))["dur_ns"]
+    return Judged(
+        calls=aligned.join(per_match.select("match", "holds"), on="match"),
+        offsets=offsets,
+        judged=judged.height,
+        held=int(judged["holds"].sum()),
+        end_spread_ns=float(judged["spread"].median()) if judged.height else None,  # type: ignore[arg-type]
+        duration_ns=float(durations.median()) if durations.len() else None,  # type: ignore[arg-type]
+    )
+
+
+def match_by_end_times(keyed: pl.DataFrame, ranks: list[int], shared_clock: bool) -> pl.DataFrame:
+    """For GPU kernels whose keys disagree (a trace missing some calls): pair each reference
+    call with the call of the same group, type, step (and size, where every rank sends the same)
+    on each other rank whose end, on the clock most pairs agree on, is nearest and close
+    enough (ENDS_SLACK); one partner per call."""
+    reference = ranks[0]
+    on = ["pg_key", "collective", "_step"]
+    ref = keyed.filter(pl.col("rank") == reference).with_columns(_step=pl.col("step").fill_null(-1))
+    partners: list[pl.DataFrame] = []
+    for rank in ranks[1:]:
+        mine = keyed.filter(pl.col("rank") == rank).with_columns(_step=pl.col("step").fill_null(-1))
+        count = ref.group_by(on).len().join(mine.group_by(on).len(), on=on)
+        if int((count["len"] * count["len_right"]).sum()) > MAX_END_TIME_PAIRS:
+            return keyed.clear().with_columns(match=pl.lit(0, pl.UInt32))  # too many to weigh
+        pairs = ref.select(*on, "index", "size_key", "end_ns", "dur_ns").join(
+            mine.select(*on, "index", "size_key", "end_ns", "dur_ns"), on=on, suffix="_r"
+        )
+        pairs = pairs.filter(
+            pl.col("size_key").is_null()
+            | pl.col("size_key_r").is_null()
+            | (pl.col("size_key") == pl.col("size_key_r"))
+        ).with_columns(
+            d=(pl.col("end_ns_r") - pl.col("end_ns")).cast(pl.Float64),
+            slack=_ends_slack(pl.min_horizontal("dur_ns", "dur_ns_r")),  # type: ignore[arg-type]
+        )
+        if pairs.height == 0:
+            return keyed.clear().with_columns(match=pl.lit(0, pl.UInt32))
+        d, slack = pairs["d"].to_numpy(), pairs["slack"].to_numpy()
+        offset = 0.0 if shared_clock else _consensus(d, slack)[0]
+        close = pairs.with_columns(miss=(pl.col("d") - offset).abs()).filter(
+            pl.col("miss") <= pl.col("slack")
+        )
+        taken_ref: set[int] = set()
+        taken_mine: set[int] = set()
+        found = []
+        for a, b in close.sort("miss").select("index", "index_r").iter_rows():
+            if a not in taken_ref and b not in taken_mine:
+                taken_ref.add(a)
+                taken_mine.add(b)
+                found.append((a, b))
+        partners.append(
+            pl.DataFrame(found, schema={"index": pl.Int64, f"on_{rank}": pl.Int64}, orient="row")
+        )
+    everywhere = partners[0]
+    for more in partners[1:]:
+        everywhere = everywhere.join(more, on="index")
+    everywhere = everywhere.sort("index").with_row_index("match")
+    rows = [everywhere.select("match", pl.col("index"), rank=pl.lit(reference, pl.Int32))]
+    rows += [
+        everywhere.select("match", index=pl.col(f"on_{rank}"), rank=pl.lit(rank, pl.Int32))
+        for rank in ranks[1:]
+    ]
+    return keyed.join(pl.concat(rows), on=["rank", "index"], how="inner")

@@ -1,0 +1,6 @@
+"""One module per command: its options and what it does, over the front door (traceview.load)
+and the renderers (cli/reporters)."""
+
+from traceview.cli.commands import analyze, collectives, compare, dashboard, export, ranks, report
+
+COMMANDS = (analyze, collectives, ranks, compare, export, report, dashboard)

@@ -1,0 +1,31 @@
+"""`traceview analyze PATH...`: overlap and exposed communication per rank and step."""
+
+from __future__ import annotations
+
+import argparse
+
+from traceview.cli import options
+from traceview.cli.reporters import as_csv, as_json, as_table
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "analyze",
+        help="compute vs communication, overlap and exposed communication per rank and step",
+        description="Analyse PyTorch profiler traces: a trace file (.json or .json.gz), a "
+        "folder holding one trace per rank of a job, a sweep, or a folder of such folders.",
+    )
+    options.add_inputs(p)
+    options.add_step_filter(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = options.load(args)
+    if args.format == "json":
+        text = as_json.analyze(runs.reports, runs.failures, args.steps)
+    elif args.format == "csv":
+        text = as_csv.analyze(runs.reports, args.steps)
+    else:
+        text = as_table.analyze(runs.reports, args.steps)
+    return options.finish(text, args, runs)

@@ -1,0 +1,34 @@
+"""`traceview compare PATH...`: efficiency against DP degree, per strategy."""
+
+from __future__ import annotations
+
+import argparse
+
+from traceview.cli import options
+from traceview.cli.reporters import as_csv, as_json, as_table
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "compare",
+        help="across runs: throughput, efficiency vs DP degree, exposed comm, volume, memory",
+        description="Compare runs (folders with run.json and rank traces, a sweep folder with "
+        "index.json, folders of foreign rank traces, or a folder of any of these): per "
+        "strategy and DP degree, throughput, weak-scaling efficiency E(N), "
+        "exposed-communication fraction, communication volume per step and model-state "
+        "memory, beside the ZeRO theory.",
+    )
+    options.add_inputs(p, what="run folder, sweep folder, or folder of runs")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = options.load(args)
+    rows = runs.scaling()
+    if args.format == "json":
+        text = as_json.compare(rows)
+    elif args.format == "csv":
+        text = as_csv.compare(rows)
+    else:
+        text = as_table.compare(rows)
+    return options.finish(text, args, runs)

@@ -1,0 +1,124 @@
+"""CSV: one row per rank and step (analyze), per call (collectives), per rank of a job (ranks),
+per run (compare); empty cells for unknown values."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+import polars as pl
+
+from traceview.analysis import RankReport
+from traceview.analysis.breakdown import METRICS
+from traceview.analysis.scaling import ScalingRow
+from traceview.cli.reporters.as_json import alignment, breakdown
+from traceview.cli.reporters.common import CALL_COLUMNS, call_rows, caveats, rank_rows
+from traceview.cli.steps import StepSelection
+from traceview.loader import Job
+
+ANALYZE_COLUMNS = [
+    "trace",
+    "rank",
+    "world_size",
+    "step",
+    *(f"{m}_us" for m in METRICS),
+    "overlap_pct",
+    "caveats",
+]
+
+
+def _blank(value: object) -> object:
+    return "" if value is None else value
+
+
+def analyze(reports: Sequence[RankReport], steps: StepSelection | None) -> str:
+    """One row per rank and step (the first, "before_first_step", for kernels launched before
+    the profiling window), then one row per rank with step "total"."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(ANALYZE_COLUMNS)
+    for r in reports:
+        for step, b in rank_rows(r, steps, "before_first_step"):
+            metrics = breakdown(b)
+            writer.writerow(
+                [str(r.trace), _blank(r.rank), _blank(r.world_size), step]
+                + [
+                    _blank(v if v is None else f"{v:.3f}")
+                    for v in (metrics[f"{m}_us"] for m in METRICS)
+                ]
+                + [_blank(None if b.overlap_pct is None else round(b.overlap_pct, 3))]
+                + [caveats(r)]
+            )
+    return buf.getvalue()
+
+
+def collectives(jobs: Sequence[Job], steps: StepSelection | None) -> str:
+    frames = [call_rows(j, steps).with_columns(pl.lit(j.name).alias("job")) for j in jobs]
+    return pl.concat(frames, how="diagonal_relaxed").select("job", *CALL_COLUMNS).write_csv()
+
+
+RANK_COLUMNS = {
+    "job": pl.String,
+    "aligned": pl.Boolean,
+    "rank": pl.Int64,
+    "clock_offset_us": pl.Float64,
+    "residual_us": pl.Float64,
+    "wait_us": pl.Float64,
+    "transfer_us": pl.Float64,
+    "last_arrivals": pl.Int64,
+    "straggler": pl.Boolean,
+    "reason": pl.String,
+}
+
+
+def ranks(jobs: Sequence[Job]) -> str:
+    """One row per rank of each aligned job; one row (no rank) for a job that is not aligned."""
+    rows: list[dict[str, Any]] = []
+    for job in jobs:
+        cross = job.cross_rank
+        if cross is None:
+            continue
+        if not cross.aligned:
+            rows.append({"job": job.name, "aligned": False, "reason": cross.reason})
+        rows += [
+            {
+                "job": job.name,
+                "aligned": True,
+                **alignment(a),
+                "straggler": a.rank == cross.straggler,
+                "reason": cross.reason,
+            }
+            for a in cross.ranks
+        ]
+    return pl.DataFrame(rows, schema=RANK_COLUMNS).write_csv()
+
+
+COMPARE_COLUMNS = [
+    "strategy",
+    "dp",
+    "step_seconds",
+    "step_seconds_min",
+    "step_seconds_max",
+    "steps_measured",
+    "step_source",
+    "samples_per_s",
+    "tokens_per_s",
+    "efficiency",
+    "exposed_comm_fraction",
+    "comm_volume_psi",
+    "comm_volume_theory_psi",
+    "precision",
+    "model_state_bytes",
+    "model_state_theory_bytes",
+    "model_state_layout_bytes",
+    "caveats",
+    "job",
+]
+
+
+def compare(rows: list[ScalingRow]) -> str:
+    records = [{**asdict(r), "caveats": "; ".join(r.caveats)} for r in rows]
+    return pl.DataFrame(records).select(COMPARE_COLUMNS).write_csv()

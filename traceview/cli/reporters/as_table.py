@@ -1,0 +1,277 @@
+"""Readable text tables: per rank and step (analyze), per call (collectives), across ranks
+(ranks) and across runs (compare)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from traceview.analysis import Breakdown, RankReport
+from traceview.analysis.breakdown import METRICS
+from traceview.analysis.exposure import exposure_by_step
+from traceview.analysis.scaling import ScalingRow
+from traceview.cli.reporters.common import PARTIAL, call_rows, rank_rows
+from traceview.cli.steps import StepSelection
+from traceview.loader import Job
+
+
+def aligned(
+    rows: Sequence[Sequence[str]], indent: str = "  ", left_last: bool = False
+) -> list[str]:
+    """Right-align every column (the last one left-aligned if asked), two spaces apart."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for row in rows:
+        cells = [c.rjust(w) for c, w in zip(row, widths, strict=True)]
+        if left_last:
+            cells[-1] = row[-1]
+        out.append(indent + "  ".join(cells))
+    return out
+
+
+# -- analyze -------------------------------------------------------------------------------
+
+_STEP_HEAD = (
+    "step",
+    "window ms",
+    "compute ms",
+    "comm ms",
+    "overlap ms",
+    "exposed ms",
+    "compute-only ms",
+    "idle ms",
+    "overlap %",
+)
+
+
+def analyze(reports: Sequence[RankReport], steps: StepSelection | None) -> str:
+    return "\n".join(_rank_table(r, steps) for r in reports)
+
+
+def _rank_table(r: RankReport, steps: StepSelection | None) -> str:
+    who = "rank unknown" if r.rank is None else f"rank {r.rank}"
+    if r.world_size is not None:
+        who += f" of {r.world_size}"
+    lines = [
+        f"{who} · {r.backend or 'backend unknown'} · {r.mode} · {r.trace} "
+        f"({r.size_bytes / 1e6:,.1f} MB)"
+    ]
+    rows = rank_rows(r, steps, "before first step", PARTIAL)
+    if rows:
+        lines += aligned([list(_STEP_HEAD)] + [[name, *_cells(b)] for name, b in rows])
+    for c in r.collectives:
+        size = "size unknown" if c.bytes is None else f"{c.bytes / 1e6:,.1f} MB"
+        if c.bytes is not None and c.bytes_known < c.count:
+            size += f" ({c.bytes_known} of {c.count} sized)"
+        lines.append(f"  {c.collective}: {c.count} calls, {c.total_ns / 1e6:,.3f} ms, {size}")
+    for n in r.notes:
+        lines.append(f"  {'warning' if n.lossy else 'caveat' if n.caveat else 'note'}: {n.message}")
+    return "\n".join(lines) + "\n"
+
+
+def _cells(b: Breakdown) -> list[str]:
+    cells = ["unknown" if (v := b.ns(m)) is None else f"{v / 1e6:,.3f}" for m in METRICS]
+    cells.append("-" if b.overlap_pct is None else f"{b.overlap_pct:.1f}")
+    return cells
+
+
+# -- collectives ---------------------------------------------------------------------------
+
+_CALL_SHOWN = [
+    ("rank", "rank", "{}"),
+    ("step", "step", "{}"),
+    ("index", "#", "{}"),
+    ("collective", "collective", "{}"),
+    ("label", "label", "{}"),
+    ("group_size", "group", "{}"),
+    ("queue_us", "queue µs", "{:,.1f}"),
+    ("duration_us", "duration µs", "{:,.1f}"),
+    ("wait_us", "wait µs", "{:,.1f}"),
+    ("transfer_us", "transfer µs", "{:,.1f}"),
+    ("bytes", "MB", "{:,.2f}"),
+    ("busbw_gbps", "busbw GB/s", "{:,.2f}"),
+    ("exposed_us", "exposed µs", "{:,.1f}"),
+]
+
+
+def collectives(jobs: Sequence[Job], steps: StepSelection | None) -> str:
+    lines = []
+    for job in jobs:
+        strategy = f" · {job.strategy}" if job.strategy else ""
+        lines.append(f"{job.name}{strategy} · {len(job.ranks)} trace(s)")
+        table = call_rows(job, steps)
+        lines += _call_lines(table) if table.height else ["  no collective calls"]
+        chosen = job.calls if steps is None else job.calls.filter(steps.expr("step"))
+        for e in exposure_by_step(chosen):
+            worst = ", ".join(f"{c.name} {c.exposed_ns / 1e6:,.3f} ms" for c in e.calls[:3])
+            lines.append(f"  rank {e.rank} step {e.step}: most exposed: {worst}")
+        for r in job.ranks:
+            for t in r.backward_tails:
+                if steps is None or t.step in steps:
+                    lines.append(
+                        f"  rank {r.rank} step {t.step}: backward tail {t.tail_ns / 1e6:,.3f} ms "
+                        "(end of backward compute -> end of the last gradient collective)"
+                    )
+        if job.cross_rank is not None and not job.cross_rank.aligned:
+            lines.append(
+                f"  no wait/transfer split: the ranks are not aligned ({job.cross_rank.reason})"
+            )
+        basis = (
+            "transfer times (after cross-rank alignment)"
+            if job.fit_on == "transfer"
+            else "durations"
+        )
+        for fit in job.fits:
+            if fit.alpha_us is not None and fit.bandwidth_gbps is not None:
+                lines.append(
+                    f"  {fit.collective} fit on {basis}: α {fit.alpha_us:,.1f} µs, "
+                    f"{fit.bandwidth_gbps:,.2f} GB/s, R² {fit.r2:.2f}"
+                )
+            lines.append(f"  {fit.collective}: {fit.advice}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _call_lines(table: pl.DataFrame) -> list[str]:
+    rows = [[h for _, h, _ in _CALL_SHOWN]]
+    for r in table.iter_rows(named=True):
+        cells = []
+        for col, _, fmt in _CALL_SHOWN:
+            v = r[col]
+            if col == "bytes" and v is not None:
+                v = v / 1e6
+            cells.append("-" if v is None else fmt.format(v))
+        rows.append(cells)
+    return aligned(rows)
+
+
+# -- ranks ---------------------------------------------------------------------------------
+
+
+def ranks(jobs: Sequence[Job]) -> str:
+    lines = []
+    for job in jobs:
+        cross = job.cross_rank
+        if cross is None:
+            lines += [
+                f"{job.name}: {len(job.ranks)} rank trace(s); cross-rank analysis needs two or "
+                "more traces of one job with known ranks",
+                "",
+            ]
+            continue
+        if not cross.aligned:
+            lines.append(
+                f"{job.name} · {len(job.ranks)} ranks · NOT ALIGNED: {cross.reason}; no clock "
+                "offsets, wait/transfer split or straggler"
+            )
+            lines += _skew_lines(job)
+            lines.append("")
+            continue
+        rejected = f", {cross.rejected} rejected" if cross.rejected else ""
+        lines.append(
+            f"{job.name} · {len(job.ranks)} ranks · {cross.matched} collectives matched on every "
+            f"rank by {cross.matched_by} ({cross.unmatched} calls unmatched{rejected}) · clocks "
+            f"on rank {cross.reference_rank}'s"
+        )
+        if cross.reason:
+            lines.append(f"  note: {cross.reason}")
+        rows = [
+            ["rank", "clock offset µs", "residual µs", "wait ms", "transfer ms", "arrived last"]
+        ]
+        for a in cross.ranks:
+            rows.append(
+                [
+                    str(a.rank),
+                    f"{a.offset_ns / 1000:,.1f}",
+                    f"{a.residual_ns / 1000:,.1f}",
+                    f"{a.wait_ns / 1e6:,.3f}",
+                    f"{a.transfer_ns / 1e6:,.3f}",
+                    f"{a.last_arrivals} of {cross.matched}",
+                ]
+            )
+        lines += aligned(rows)
+        if cross.straggler is not None:
+            a = cross.of(cross.straggler)
+            lines.append(
+                f"  straggler: rank {a.rank} (arrived last at {a.last_arrivals} of "
+                f"{cross.matched} collectives)"
+            )
+        lines += _skew_lines(job)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _skew_lines(job: Job) -> list[str]:
+    return [
+        f"  step {s.step}: {s.shortest_ns / 1e6:,.3f}–{s.longest_ns / 1e6:,.3f} ms "
+        f"across ranks (skew {s.skew_ns / 1e6:,.3f} ms, slowest rank {s.slowest_rank})"
+        for s in job.step_skew
+    ]
+
+
+# -- compare -------------------------------------------------------------------------------
+
+_COMPARE_NOTE = (
+    "step s: the median of the run's measured steps (unprofiled ones from run.json, else "
+    "profiled; traces alone: each step's slowest rank). E(N) = throughput(N) / "
+    "(N × throughput(1)) against the same strategy's DP-1 run (T(1)/T(N) for traces "
+    "without a run record); volume in Ψ fp32 elements per rank and step (0 in theory at "
+    "DP 1); model states: the largest rank; theory = the textbook ZeRO formula for the "
+    "run's precision (AdamW; bf16 = mixed precision), and 'as run' the layout the harness "
+    'holds where it differs, which the measurement should match (README "Memory").'
+)
+
+
+def _fmt(value: float | int | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _mb(value: float | None) -> str:
+    return _fmt(None if value is None else value / 1e6, ",.1f")
+
+
+def compare(rows: list[ScalingRow]) -> str:
+    head = [
+        "strategy",
+        "DP",
+        "step s (min–max)",
+        "samples/s",
+        "tokens/s",
+        "E(N)",
+        "exposed comm",
+        "volume Ψ (theory)",
+        "model states MB (theory)",
+        "!",
+        "run",
+    ]
+    cells = [head]
+    for r in rows:
+        volume = f"{_fmt(r.comm_volume_psi, '.2f')} ({_fmt(r.comm_volume_theory_psi, '.0f')})"
+        theory = _mb(r.model_state_theory_bytes)
+        if r.model_state_layout_bytes is not None:
+            theory += f"; as run {_mb(r.model_state_layout_bytes)}"
+        spread = (
+            f"{_fmt(r.step_seconds, '.3f')} ({r.step_seconds_min:.3f}–{r.step_seconds_max:.3f})"
+            if r.step_seconds_min is not None and r.step_seconds_max is not None
+            else _fmt(r.step_seconds, ".3f")
+        )
+        cells.append(
+            [
+                r.strategy,
+                _fmt(r.dp, "d"),
+                spread,
+                _fmt(r.samples_per_s, ",.1f"),
+                _fmt(r.tokens_per_s, ",.0f"),
+                _fmt(r.efficiency, ".2f"),
+                _fmt(r.exposed_comm_fraction, ".1%"),
+                volume,
+                f"{_mb(r.model_state_bytes)} ({theory})",
+                "!" if r.caveats else "",
+                Path(r.job).name,
+            ]
+        )
+    lines = aligned(cells, indent="", left_last=True)
+    said = [f"! {Path(r.job).name}: {c}" for r in rows for c in r.caveats]
+    return "\n".join([*lines, "", *said, *([""] if said else []), _COMPARE_NOTE]) + "\n"

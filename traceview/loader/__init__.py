@@ -1,0 +1,22 @@
+"""The front door: paths → runs → jobs → ranks. The CLI, the dashboard and Python users all
+load through here; nothing below it reads a file but the parser."""
+
+from traceview.loader.job import Job, Runs, load, load_runs
+from traceview.loader.listing import RunSummary, summarize
+from traceview.loader.parallel import Failure
+from traceview.loader.rank import analyze_trace
+from traceview.loader.sources import RunSource, find_runs, is_trace_file
+
+__all__ = [
+    "Failure",
+    "Job",
+    "RunSource",
+    "RunSummary",
+    "Runs",
+    "analyze_trace",
+    "find_runs",
+    "is_trace_file",
+    "load",
+    "load_runs",
+    "summarize",
+]

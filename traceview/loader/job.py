@@ -1,0 +1,173 @@
+"""A loaded run (Job) and a set of them (Runs): what the CLI, the dashboard and Python users
+get from traceview.load / traceview.load_runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+
+import polars as pl
+
+from traceview.analysis.cross_rank import CrossRank, StepSkew
+from traceview.analysis.fits import AlphaBetaFit
+from traceview.analysis.job import JobReport
+from traceview.analysis.prediction import Prediction, predict_jobs
+from traceview.analysis.rank import RankReport
+from traceview.analysis.scaling import ScalingRow, scaling_rows
+from traceview.errors import Note, TraceviewError
+from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many
+from traceview.loader.sources import RunSource, check_one_job, find_runs
+from traceview.model import INTERVALS_SCHEMA
+from traceview.parse.run_record import RunRecord, incomplete_run, read_run_record
+from traceview.parse.source import ProgressFn
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    """One run: its ranks' reports (`ranks`, each with `.total` and `.steps`), what could not
+    be read (`failures`), and — computed when first asked for — what the ranks give together:
+    the run record, every collective call (`calls`), the match across ranks, the fits."""
+
+    folder: Path | None  # None for a trace named on its own
+    ranks: tuple[RankReport, ...]
+    failures: tuple[Failure, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return str(self.folder if self.folder is not None else self.ranks[0].trace)
+
+    @cached_property
+    def run(self) -> RunRecord | None:
+        """The harness's run.json beside the traces, if there is one (a broken one is an
+        error, raised only here: commands that do not need it never read it)."""
+        return read_run_record(self.folder) if self.folder is not None else None
+
+    @property
+    def strategy(self) -> str | None:
+        """The run's strategy: from run.json, else from what its traces say of their run."""
+        if self.run is not None:
+            return self.run.strategy
+        said = {r.run.strategy for r in self.ranks if r.run is not None}
+        return said.pop() if len(said) == 1 else None
+
+    @cached_property
+    def report(self) -> JobReport:
+        return JobReport(folder=self.folder, ranks=self.ranks, run=self.run)
+
+    @property
+    def calls(self) -> pl.DataFrame:
+        """Every collective call of every rank (analysis/job.py JOB_CALLS_SCHEMA)."""
+        return self.report.calls
+
+    @property
+    def cross_rank(self) -> CrossRank | None:
+        return self.report.cross_rank
+
+    @property
+    def step_skew(self) -> tuple[StepSkew, ...]:
+        return self.report.step_skew
+
+    @property
+    def fits(self) -> tuple[AlphaBetaFit, ...]:
+        return self.report.fits
+
+    @property
+    def fit_on(self) -> str:
+        return self.report.fit_on
+
+    @cached_property
+    def intervals(self) -> pl.DataFrame:
+        """The model of every rank as one table (model/schema.py INTERVALS_SCHEMA, with its
+        `rank` column). Needs the job loaded with keep_intervals=True."""
+        frames = [r.intervals for r in self.ranks]
+        if any(f is None for f in frames):
+            raise TraceviewError(f"{self.name}: loaded without its intervals (keep_intervals)")
+        kept = [f for f in frames if f is not None]
+        return pl.concat(kept) if kept else pl.DataFrame(schema=INTERVALS_SCHEMA)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Runs:
+    """Every run some paths name, loaded; and the comparison across them."""
+
+    jobs: tuple[Job, ...]
+    failures: tuple[Failure, ...] = ()  # traces (or run folders) that could not be read
+    skipped: tuple[Path, ...] = field(default=())  # JSON files in run folders that are no traces
+
+    @property
+    def reports(self) -> list[RankReport]:
+        return [r for job in self.jobs for r in job.ranks]
+
+    def scaling(self) -> list[ScalingRow]:
+        """Per strategy and DP degree: throughput, E(N), exposed fraction, volume, memory."""
+        return scaling_rows([job.report for job in self.jobs])
+
+    def predictions(self) -> list[Prediction]:
+        return predict_jobs([job.report for job in self.jobs])
+
+
+def load_runs(
+    paths: Sequence[str | Path],
+    *,
+    comm_pattern: str | None = None,
+    keep_intervals: bool = False,
+    max_event_bytes: int | None = None,
+    jobs: int | None = None,
+    within: Path | None = None,
+    on_done: DoneFn | None = None,
+    progress: ProgressFn | None = None,
+    before: Callable[[list[RunSource]], None] | None = None,
+) -> Runs:
+    """Every run the paths name (traces, run folders, sweeps, folders of them), each rank
+    parsed once, in parallel (`jobs` processes; default: one per core). `within`: read nothing
+    outside this folder. `before(sources)` is called once they are known (to refuse an output
+    file that is one of them, or say what is coming)."""
+    sources = find_runs(paths, within=within)
+    if before is not None:
+        before(sources)
+    files = [f for s in sources for f in s.files]
+    options = Options(comm_pattern=comm_pattern, keep_intervals=keep_intervals)
+    if max_event_bytes is not None:
+        options = replace(options, max_event_bytes=max_event_bytes)
+    outcomes = dict(
+        zip(
+            files,
+            analyze_many(files, options=options, jobs=jobs, on_done=on_done, progress=progress),
+            strict=True,
+        )
+    )
+    loaded, failures, skipped = [], [], []
+    for source in sources:
+        reports = [o for f in source.files if isinstance(o := outcomes[f], RankReport)]
+        for f in source.files:
+            if isinstance(o := outcomes[f], Failure):
+                if o.not_a_trace and source.folder is not None:
+                    skipped.append(f)
+                else:
+                    failures.append(o)
+        if source.folder is not None:
+            check_one_job(source.folder, reports)
+            if why := incomplete_run(source.folder):  # said on every rank it concerns
+                note = Note(message=why, severity="lossy")
+                reports = [replace(r, notes=(*r.notes, note)) for r in reports]
+                if not reports:
+                    failures.append(Failure(source.folder, f"{source.folder}: {why}"))
+        if reports:
+            mine = tuple(o for f in source.files if isinstance(o := outcomes[f], Failure))
+            loaded.append(Job(folder=source.folder, ranks=tuple(reports), failures=mine))
+    return Runs(jobs=tuple(loaded), failures=tuple(failures), skipped=tuple(skipped))
+
+
+def load(path: str | Path, **options: object) -> Job:
+    """One run: a trace, or a folder of one job's rank traces (options as for load_runs).
+    Raises TraceviewError when nothing could be read or the path holds several runs."""
+    runs = load_runs([path], **options)  # type: ignore[arg-type]
+    if not runs.jobs:
+        raise TraceviewError(runs.failures[-1].message if runs.failures else f"{path}: no traces")
+    if len(runs.jobs) > 1:
+        raise TraceviewError(
+            f"{path}: holds {len(runs.jobs)} runs; load them with traceview.load_runs"
+        )
+    return runs.jobs[0]

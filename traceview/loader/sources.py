@@ -1,0 +1,124 @@
+"""Which traces a PATH names, grouped into runs: a trace file (or a stream) on its own, a
+folder of one job's rank traces, a sweep (its `index.json`, confined to its folder), or any
+folder of such folders. The one trace-file rule, and the one-job check."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from traceview.analysis.rank import RankReport
+from traceview.errors import TraceviewError
+from traceview.parse.run_record import STATUS_GLOB, read_sweep_index
+from traceview.parse.source import STDIN, is_stream
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+NOT_TRACES = {"run.json", "index.json"}  # the harness's own records live beside its traces
+STATUS_SUFFIX = ".status.json"  # and, while a run is going (or if it stopped), each rank's
+SWEEP_INDEX = "index.json"
+# Ranks of one job are profiled together; their wall-clock spans cannot be this far apart.
+SAME_JOB_SLACK_NS = 10 * 60 * 10**9
+
+
+def is_trace_file(path: Path) -> bool:
+    """The trace-file rule: a .json or .json.gz file, not one of the harness's records."""
+    name = path.name
+    return (
+        name.endswith(TRACE_SUFFIXES)
+        and name not in NOT_TRACES
+        and not name.endswith(STATUS_SUFFIX)
+        and not name.startswith(".")
+        and path.is_file()
+    )
+
+
+@dataclass(frozen=True)
+class RunSource:
+    """One run's traces: a folder of one job's rank traces, or one trace named on its own."""
+
+    folder: Path | None  # None for a trace (or stream) named on its own
+    files: tuple[Path, ...]  # empty for a run folder that stopped before writing a trace
+
+    @property
+    def name(self) -> str:
+        return str(self.folder if self.folder is not None else self.files[0])
+
+
+def find_runs(
+    paths: Sequence[str | Path], *, within: Path | None = None, empty_ok: bool = False
+) -> list[RunSource]:
+    """Every run the paths name, in order. `within`: a folder nothing may be read outside of
+    (the dashboard's root): links out of it are not followed. A folder with no traces is an
+    error unless `empty_ok`."""
+    runs: list[RunSource] = []
+    for raw in paths:
+        path = Path(raw)
+        if str(raw) == STDIN or (path.exists() and not path.is_dir()) or is_stream(path):
+            runs.append(RunSource(None, (path,)))
+        elif path.is_dir():
+            found = _folder_runs(path, within)
+            if not found and not empty_ok:
+                raise TraceviewError(f"{path}: no trace files (*.json, *.json.gz) here or below")
+            runs += found
+        else:
+            raise TraceviewError(f"{path}: no such file or folder")
+    return runs
+
+
+def _inside(path: Path, within: Path | None) -> bool:
+    return within is None or path.resolve().is_relative_to(within.resolve())
+
+
+def _folder_runs(folder: Path, within: Path | None) -> list[RunSource]:
+    """A sweep's runs (from its index), or the folder as one job, or the runs below it."""
+    if (folder / SWEEP_INDEX).is_file():
+        return [_run(run) for run in read_sweep_index(folder / SWEEP_INDEX)]
+    traces = tuple(sorted(p for p in folder.iterdir() if is_trace_file(p) and _inside(p, within)))
+    if traces:
+        return [RunSource(folder, traces)]
+    below: list[RunSource] = []
+    for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if _inside(child, within):
+            below += _folder_runs(child, within)
+    if not below and any(folder.glob(STATUS_GLOB)):  # a run that stopped before any trace
+        return [RunSource(folder, ())]
+    return below
+
+
+def _run(folder: Path) -> RunSource:
+    if not folder.is_dir():
+        raise TraceviewError(f"{folder}: listed in the sweep index, but not a folder")
+    return RunSource(folder, tuple(sorted(p for p in folder.iterdir() if is_trace_file(p))))
+
+
+def check_one_job(folder: Path, reports: Sequence[RankReport]) -> None:
+    """A folder is one job: no rank twice, one world size and backend, overlapping wall time."""
+    by_rank: dict[int, RankReport] = {}
+    for r in reports:
+        if r.rank is None:
+            continue
+        if r.rank in by_rank:
+            raise TraceviewError(
+                f"{folder}: rank {r.rank} is claimed by both {by_rank[r.rank].trace.name} "
+                f"and {r.trace.name}"
+            )
+        by_rank[r.rank] = r
+    for attr in ("world_size", "backend"):
+        seen = {getattr(r, attr): r for r in reports if getattr(r, attr) is not None}
+        if len(seen) > 1:
+            (a, ra), (b, rb) = list(seen.items())[:2]
+            raise TraceviewError(
+                f"{folder}: mixes traces of different jobs ({ra.trace.name}: {attr} {a}, "
+                f"{rb.trace.name}: {attr} {b})"
+            )
+    spans = [(r.epoch_span_ns, r) for r in reports if r.epoch_span_ns is not None]
+    if spans:
+        latest_start = max(spans, key=lambda s: s[0][0])
+        earliest_end = min(spans, key=lambda s: s[0][1])
+        gap = latest_start[0][0] - earliest_end[0][1]
+        if gap > SAME_JOB_SLACK_NS:
+            raise TraceviewError(
+                f"{folder}: mixes traces of different jobs ({earliest_end[1].trace.name} ends "
+                f"{gap / 3.6e12:.1f} h before {latest_start[1].trace.name} starts)"
+            )
