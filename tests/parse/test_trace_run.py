@@ -20,6 +20,14 @@ def test_a_trace_names_its_run_even_without_a_run_record(tmp_path):
     assert traceview.load(tmp_path).strategy == "zero2"
 
 
+def test_traces_from_before_the_version_was_carried_are_version_1(tmp_path):
+    unversioned = {k: v for k, v in RUN.items() if k != "record_version"}
+    trace = tb.write(tmp_path / "t.json", tb.document(tb.gpu_example(), traceview_run=unversioned))
+    report = traceview.analyze_trace(trace)
+    assert report.run is not None and report.run.record_version == 1
+    assert not any("traceview_run" in n.message for n in report.notes)
+
+
 def test_an_unusable_or_newer_identity_is_ignored_and_said(tmp_path):
     for value, said in [
         ({"strategy": "ddp"}, "traceview_run is not usable"),

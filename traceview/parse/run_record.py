@@ -93,10 +93,11 @@ TRACE_METADATA_KEY = "traceview_run"
 
 
 class TraceRun(msgspec.Struct, frozen=True):
-    record_version: int
     strategy: str
     world_size: int
     config: dict[str, object] = msgspec.field(default_factory=dict)
+    # Traces written before the version was carried hold these same fields: version 1.
+    record_version: int = 1
 
 
 def trace_run(value: object) -> tuple[TraceRun | None, str | None]:
