@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
+from types import FrameType
 
-from traceview.errors import TraceviewError
+from traceview.errors import EXIT_INTERRUPTED, TraceviewError
 
 APP = Path(__file__).parents[2] / "dashboard" / "app.py"
 ROOT_ENV = "TRACEVIEW_DASHBOARD_ROOT"  # the folder the dashboard reads (dashboard/data.py)
@@ -90,4 +92,35 @@ def run(args: argparse.Namespace) -> int:
         str(root),
     ]
     env = {**os.environ, ROOT_ENV: str(root.resolve())}
-    return subprocess.call(cmd, env=env)
+    return serve(cmd, env)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def serve(cmd: list[str], env: dict[str, str]) -> int:
+    """Run the server until it exits, passing on the signals that stop this process: stopping
+    `traceview dashboard` (Ctrl-C, kill, a closed terminal) stops the server it started. Exit
+    code: the server's, or 130 (interrupted, as every command) when a signal stopped it."""
+    server = subprocess.Popen(cmd, env=env)
+    stopped_by: list[int] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        stopped_by.append(signum)
+        if server.poll() is None:
+            server.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in STOP_SIGNALS}
+    try:
+        code = server.wait()
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if server.poll() is None:  # this process is going: the server must not outlive it
+            server.terminate()
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+    return EXIT_INTERRUPTED if stopped_by else code
