@@ -176,32 +176,29 @@ def test_other_json_in_a_folder_is_skipped_and_said(tmp_path):
     )
 
 
-def test_a_run_record_with_an_impossible_world_is_refused(tmp_path):
-    tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0, world=1))
-    record = {
+def _record(**changed: object) -> dict:
+    """A minimal run record of one rank, with `changed` keys replaced."""
+    return {
         "record_version": 1,
-        "strategy": "ddp",
-        "world_size": 0,
-        "num_params": 10,
-        "config": {},
-        "global_batch": {"micro_batch": 1, "dp": 1, "grad_accum": 1, "samples": 1, "tokens": 1},
-        "ranks": [],
-    }
-    (tmp_path / "run.json").write_text(json.dumps(record))
-    one_line_error(traceview("compare", tmp_path), 2, "not a run record (world_size 0)")
-
-
-def test_a_run_record_from_a_newer_harness_is_refused_not_half_read(tmp_path):
-    tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0, world=1))
-    record = {
-        "record_version": 2,
         "strategy": "ddp",
         "world_size": 1,
         "num_params": 10,
         "config": {},
         "global_batch": {"micro_batch": 1, "dp": 1, "grad_accum": 1, "samples": 1, "tokens": 1},
         "ranks": [],
+        **changed,
     }
+
+
+def test_a_run_record_with_an_impossible_world_is_refused(tmp_path):
+    tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0, world=1))
+    (tmp_path / "run.json").write_text(json.dumps(_record(world_size=0)))
+    one_line_error(traceview("compare", tmp_path), 2, "not a run record (world_size 0)")
+
+
+def test_a_run_record_from_a_newer_harness_is_refused_not_half_read(tmp_path):
+    tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0, world=1))
+    record = _record(record_version=2)
     (tmp_path / "run.json").write_text(json.dumps(record))
     one_line_error(
         traceview("compare", tmp_path), 2, "record_version 2, newer than this traceview reads (1)"

@@ -11,6 +11,7 @@ import polars as pl
 
 from traceview.cli.output import refuse_inputs, write_output
 from traceview.cli.progress import Progress
+from traceview.cli.reporters import FORMATS
 from traceview.cli.say import say
 from traceview.cli.steps import parse_steps
 from traceview.errors import (
@@ -27,14 +28,12 @@ from traceview.loader.sources import NOT_TRACES
 from traceview.parse.source import is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
 
-FORMATS = ("table", "json", "csv")
-
 
 def add_inputs(
     p: argparse.ArgumentParser,
     *,
     what: str = "trace file, run folder, sweep, or folder of runs",
-    formats: tuple[str, ...] = FORMATS,
+    formats: tuple[str, ...] = tuple(FORMATS),
 ) -> None:
     """The paths and the options for reading them; `--format` where the command has a choice."""
     p.add_argument("paths", nargs="+", metavar="PATH", help=what)

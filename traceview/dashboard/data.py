@@ -12,9 +12,8 @@ import streamlit as st
 
 import traceview
 from traceview import Job, TraceviewError
+from traceview.dashboard import ROOT_ENV
 
-ROOT_ENV = "TRACEVIEW_DASHBOARD_ROOT"  # set by `traceview dashboard`
-MAX_UPLOAD_MB = 200
 RUNS_SCHEMA = {
     "run": pl.String,
     "strategy": pl.String,

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
 from traceview.errors import TraceviewError
+from traceview.parse.source import unreadable
+
+T = TypeVar("T")
 
 RUN_RECORD = "run.json"
 # The schema below, versioned: the harness writes these structs, traceview reads them, and a
@@ -116,17 +120,21 @@ def trace_run(value: object) -> tuple[TraceRun | None, str | None]:
     return run, None
 
 
+def _decode(path: Path, kind: type[T], what: str) -> T:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=kind)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError) as e:
+        raise TraceviewError(f"{path}: not a {what} ({e})") from None
+    except OSError as e:
+        raise unreadable(path, e) from None
+
+
 def read_run_record(folder: Path) -> RunRecord | None:
     """The folder's run.json, or None when it has none. A broken one is an error."""
     path = folder / RUN_RECORD
     if not path.is_file():
         return None
-    try:
-        record = msgspec.json.decode(path.read_bytes(), type=RunRecord)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError) as e:
-        raise TraceviewError(f"{path}: not a run record ({e})") from None
-    except OSError as e:
-        raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
+    record = _decode(path, RunRecord, "run record")
     if problem := _impossible(record):
         raise TraceviewError(f"{path}: not a run record ({problem})")
     return record
@@ -215,12 +223,7 @@ class SweepIndex(msgspec.Struct, frozen=True):
 
 def read_sweep_index(path: Path) -> list[Path]:
     """The run folders of a sweep that succeeded — its own subfolders, nothing elsewhere."""
-    try:
-        index = msgspec.json.decode(path.read_bytes(), type=SweepIndex)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError) as e:
-        raise TraceviewError(f"{path}: not a sweep index ({e})") from None
-    except OSError as e:
-        raise TraceviewError(f"{path}: cannot read ({e.strerror or e})") from None
+    index = _decode(path, SweepIndex, "sweep index")
     folder = path.parent
     runs = [folder / point.path for point in index.runs if point.status == "ok"]
     for run in runs:

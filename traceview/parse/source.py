@@ -47,7 +47,7 @@ class ByteSource:
             try:
                 self.size_on_disk = path.stat().st_size
             except OSError as e:
-                raise _unreadable(path, e) from None
+                raise unreadable(path, e) from None
         self.compressed = False
         self.cut_short = False
         self.trailing_bytes = 0
@@ -70,7 +70,7 @@ class ByteSource:
         try:
             f = self.path.open("rb")
         except OSError as e:
-            raise _unreadable(self.path, e) from None
+            raise unreadable(self.path, e) from None
         if self.stream and f.isatty():
             f.close()
             raise TraceviewError(f"{self.path}: a terminal; pipe a trace in")
@@ -80,7 +80,7 @@ class ByteSource:
         try:
             return f.read(READ_SIZE)
         except OSError as e:
-            raise _unreadable(self.path, e) from None
+            raise unreadable(self.path, e) from None
 
     def _plain(self, f: BinaryIO, block: bytes, progress: ProgressFn | None) -> Iterator[bytes]:
         consumed = 0
@@ -150,7 +150,8 @@ class ByteSource:
         return rest
 
 
-def _unreadable(path: Path, error: OSError) -> TraceviewError:
+def unreadable(path: Path, error: OSError) -> TraceviewError:
+    """The one message for a file the operating system would not let us read."""
     if isinstance(error, FileNotFoundError):
         return TraceviewError(f"{path}: no such file")
     if isinstance(error, PermissionError):

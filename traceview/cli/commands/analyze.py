@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from traceview.cli import options
-from traceview.cli.reporters import as_csv, as_json, as_table
+from traceview.cli.reporters import reporter
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -22,10 +22,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
-    if args.format == "json":
-        text = as_json.analyze(runs.reports, runs.failures, args.steps)
-    elif args.format == "csv":
-        text = as_csv.analyze(runs.reports, args.steps)
-    else:
-        text = as_table.analyze(runs.reports, args.steps)
-    return options.finish(text, args, runs)
+    return options.finish(reporter(args.format).analyze(runs, args.steps), args, runs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from traceview.cli import options
-from traceview.cli.reporters import as_csv, as_json, as_table
+from traceview.cli.reporters import reporter
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -24,10 +24,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
-    if args.format == "json":
-        text = as_json.collectives(runs.jobs, args.steps)
-    elif args.format == "csv":
-        text = as_csv.collectives(runs.jobs, args.steps)
-    else:
-        text = as_table.collectives(runs.jobs, args.steps)
-    return options.finish(text, args, runs)
+    return options.finish(reporter(args.format).collectives(runs, args.steps), args, runs)

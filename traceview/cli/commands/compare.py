@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from traceview.cli import options
-from traceview.cli.reporters import as_csv, as_json, as_table
+from traceview.cli.reporters import reporter
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -24,11 +24,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
-    rows = runs.scaling()
-    if args.format == "json":
-        text = as_json.compare(rows)
-    elif args.format == "csv":
-        text = as_csv.compare(rows)
-    else:
-        text = as_table.compare(rows)
-    return options.finish(text, args, runs)
+    return options.finish(reporter(args.format).compare(runs), args, runs)

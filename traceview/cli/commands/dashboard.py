@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from types import FrameType
 
+from traceview.dashboard import MAX_UPLOAD_MB, ROOT_ENV
 from traceview.errors import EXIT_INTERRUPTED, TraceviewError
 
 APP = Path(__file__).parents[2] / "dashboard" / "app.py"
-ROOT_ENV = "TRACEVIEW_DASHBOARD_ROOT"  # the folder the dashboard reads (dashboard/data.py)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         "--server.headless",
         "true",
         "--server.maxUploadSize",
-        "200",
+        str(MAX_UPLOAD_MB),
         "--browser.gatherUsageStats",
         "false",
         "--",

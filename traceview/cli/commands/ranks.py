@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from traceview.cli import options
-from traceview.cli.reporters import as_csv, as_json, as_table
+from traceview.cli.reporters import reporter
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -23,10 +23,4 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
-    if args.format == "json":
-        text = as_json.ranks(runs.jobs)
-    elif args.format == "csv":
-        text = as_csv.ranks(runs.jobs)
-    else:
-        text = as_table.ranks(runs.jobs)
-    return options.finish(text, args, runs)
+    return options.finish(reporter(args.format).ranks(runs), args, runs)

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 import polars as pl
 
-from traceview.analysis import RankReport
 from traceview.analysis.breakdown import METRICS
-from traceview.analysis.scaling import ScalingRow
 from traceview.cli.reporters.as_json import alignment, breakdown
 from traceview.cli.reporters.common import CALL_COLUMNS, call_rows, caveats, rank_rows
 from traceview.cli.steps import StepSelection
-from traceview.loader import Job
+from traceview.loader import Runs
 
 ANALYZE_COLUMNS = [
     "trace",
@@ -34,13 +31,13 @@ def _blank(value: object) -> object:
     return "" if value is None else value
 
 
-def analyze(reports: Sequence[RankReport], steps: StepSelection | None) -> str:
+def analyze(runs: Runs, steps: StepSelection | None) -> str:
     """One row per rank and step (the first, "before_first_step", for kernels launched before
     the profiling window), then one row per rank with step "total"."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(ANALYZE_COLUMNS)
-    for r in reports:
+    for r in runs.reports:
         for step, b in rank_rows(r, steps, "before_first_step"):
             metrics = breakdown(b)
             writer.writerow(
@@ -55,8 +52,8 @@ def analyze(reports: Sequence[RankReport], steps: StepSelection | None) -> str:
     return buf.getvalue()
 
 
-def collectives(jobs: Sequence[Job], steps: StepSelection | None) -> str:
-    frames = [call_rows(j, steps).with_columns(pl.lit(j.name).alias("job")) for j in jobs]
+def collectives(runs: Runs, steps: StepSelection | None) -> str:
+    frames = [call_rows(j, steps).with_columns(pl.lit(j.name).alias("job")) for j in runs.jobs]
     return pl.concat(frames, how="diagonal_relaxed").select("job", *CALL_COLUMNS).write_csv()
 
 
@@ -74,10 +71,10 @@ RANK_COLUMNS = {
 }
 
 
-def ranks(jobs: Sequence[Job]) -> str:
+def ranks(runs: Runs) -> str:
     """One row per rank of each aligned job; one row (no rank) for a job that is not aligned."""
     rows: list[dict[str, Any]] = []
-    for job in jobs:
+    for job in runs.jobs:
         cross = job.cross_rank
         if cross is None:
             continue
@@ -119,6 +116,6 @@ COMPARE_COLUMNS = [
 ]
 
 
-def compare(rows: list[ScalingRow]) -> str:
-    records = [{**asdict(r), "caveats": "; ".join(r.caveats)} for r in rows]
+def compare(runs: Runs) -> str:
+    records = [{**asdict(r), "caveats": "; ".join(r.caveats)} for r in runs.scaling()]
     return pl.DataFrame(records).select(COMPARE_COLUMNS).write_csv()

@@ -4,7 +4,6 @@ command — around each command's payload."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -13,10 +12,9 @@ from traceview.analysis.breakdown import METRICS
 from traceview.analysis.cross_rank import RankAlignment
 from traceview.analysis.exposure import exposure_by_step
 from traceview.analysis.fits import AlphaBetaFit
-from traceview.analysis.scaling import ScalingRow
 from traceview.cli.reporters.common import call_rows, envelope, job_head, us
 from traceview.cli.steps import StepSelection
-from traceview.loader import Failure, Job
+from traceview.loader import Job, Runs
 
 
 def _dump(doc: dict[str, Any]) -> str:
@@ -32,14 +30,12 @@ def breakdown(b: Breakdown) -> dict[str, Any]:
 # -- analyze -------------------------------------------------------------------------------
 
 
-def analyze(
-    reports: Sequence[RankReport], failures: Sequence[Failure], steps: StepSelection | None
-) -> str:
+def analyze(runs: Runs, steps: StepSelection | None) -> str:
     return _dump(
         envelope(
             "analyze",
-            ranks=[_rank(r, steps) for r in reports],
-            errors=[{"path": str(f.path), "message": f.message} for f in failures],
+            ranks=[_rank(r, steps) for r in runs.reports],
+            errors=[{"path": str(f.path), "message": f.message} for f in runs.failures],
         )
     )
 
@@ -83,8 +79,8 @@ def _rank(r: RankReport, steps: StepSelection | None) -> dict[str, Any]:
 # -- collectives ---------------------------------------------------------------------------
 
 
-def collectives(jobs: Sequence[Job], steps: StepSelection | None) -> str:
-    return _dump(envelope("collectives", jobs=[_calls(job, steps) for job in jobs]))
+def collectives(runs: Runs, steps: StepSelection | None) -> str:
+    return _dump(envelope("collectives", jobs=[_calls(job, steps) for job in runs.jobs]))
 
 
 def _calls(job: Job, steps: StepSelection | None) -> dict[str, Any]:
@@ -156,8 +152,8 @@ def alignment(a: RankAlignment) -> dict[str, Any]:
     }
 
 
-def ranks(jobs: Sequence[Job]) -> str:
-    return _dump(envelope("ranks", jobs=[_across(job) for job in jobs]))
+def ranks(runs: Runs) -> str:
+    return _dump(envelope("ranks", jobs=[_across(job) for job in runs.jobs]))
 
 
 def _across(job: Job) -> dict[str, Any]:
@@ -190,5 +186,5 @@ def _across(job: Job) -> dict[str, Any]:
 # -- compare -------------------------------------------------------------------------------
 
 
-def compare(rows: list[ScalingRow]) -> str:
-    return _dump(envelope("compare", runs=[asdict(r) for r in rows]))
+def compare(runs: Runs) -> str:
+    return _dump(envelope("compare", runs=[asdict(r) for r in runs.scaling()]))

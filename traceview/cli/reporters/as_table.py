@@ -11,10 +11,9 @@ import polars as pl
 from traceview.analysis import Breakdown, RankReport
 from traceview.analysis.breakdown import METRICS
 from traceview.analysis.exposure import exposure_by_step
-from traceview.analysis.scaling import ScalingRow
 from traceview.cli.reporters.common import PARTIAL, call_rows, rank_rows
 from traceview.cli.steps import StepSelection
-from traceview.loader import Job
+from traceview.loader import Job, Runs
 
 
 def aligned(
@@ -46,8 +45,8 @@ _STEP_HEAD = (
 )
 
 
-def analyze(reports: Sequence[RankReport], steps: StepSelection | None) -> str:
-    return "\n".join(_rank_table(r, steps) for r in reports)
+def analyze(runs: Runs, steps: StepSelection | None) -> str:
+    return "\n".join(_rank_table(r, steps) for r in runs.reports)
 
 
 def _rank_table(r: RankReport, steps: StepSelection | None) -> str:
@@ -96,9 +95,9 @@ _CALL_SHOWN = [
 ]
 
 
-def collectives(jobs: Sequence[Job], steps: StepSelection | None) -> str:
+def collectives(runs: Runs, steps: StepSelection | None) -> str:
     lines = []
-    for job in jobs:
+    for job in runs.jobs:
         strategy = f" · {job.strategy}" if job.strategy else ""
         lines.append(f"{job.name}{strategy} · {len(job.ranks)} trace(s)")
         table = call_rows(job, steps)
@@ -150,9 +149,9 @@ def _call_lines(table: pl.DataFrame) -> list[str]:
 # -- ranks ---------------------------------------------------------------------------------
 
 
-def ranks(jobs: Sequence[Job]) -> str:
+def ranks(runs: Runs) -> str:
     lines = []
-    for job in jobs:
+    for job in runs.jobs:
         cross = job.cross_rank
         if cross is None:
             lines += [
@@ -232,7 +231,8 @@ def _mb(value: float | None) -> str:
     return _fmt(None if value is None else value / 1e6, ",.1f")
 
 
-def compare(rows: list[ScalingRow]) -> str:
+def compare(runs: Runs) -> str:
+    rows = runs.scaling()
     head = [
         "strategy",
         "DP",

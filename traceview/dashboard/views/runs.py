@@ -4,7 +4,7 @@ from pathlib import Path
 import streamlit as st
 
 from traceview import analyze_trace
-from traceview.dashboard import data
+from traceview.dashboard import MAX_UPLOAD_MB, data
 from traceview.dashboard.ui import guarded
 
 st.title("Runs")
@@ -20,13 +20,11 @@ if runs is not None:
 
 st.subheader("Upload a trace")
 upload = st.file_uploader(
-    f"a profiler trace (.json or .json.gz, up to {data.MAX_UPLOAD_MB} MB)", type=["json", "gz"]
+    f"a profiler trace (.json or .json.gz, up to {MAX_UPLOAD_MB} MB)", type=["json", "gz"]
 )
 if upload is not None:
-    if upload.size > data.MAX_UPLOAD_MB * 1e6:
-        st.error(
-            f"{upload.name}: {upload.size / 1e6:,.0f} MB is over the {data.MAX_UPLOAD_MB} MB limit"
-        )
+    if upload.size > MAX_UPLOAD_MB * 1e6:
+        st.error(f"{upload.name}: {upload.size / 1e6:,.0f} MB is over the {MAX_UPLOAD_MB} MB limit")
     else:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / Path(upload.name).name
