@@ -98,12 +98,15 @@ class RunConfig:
     record_shapes: bool = field(default=True, metadata=_help("record op input shapes"))
     out: Path = field(default=Path("runs/run"), metadata=_help("run folder to create"))
     force: bool = field(default=False, metadata=_help("replace an existing run folder"))
+    store: Path | None = field(
+        default=None,
+        metadata=_help(
+            "also write each rank's trace into this traceview store as it is written (job: the "
+            "run folder's name)"
+        ),
+    )
 
     def __post_init__(self) -> None:
-        for name in ("strategy", "precision"):
-            choices = _FIELDS[name].metadata["choices"]
-            if getattr(self, name) not in choices:
-                raise ConfigError(f"--{name} must be one of {', '.join(choices)}")
         for name in ("strategy", "precision"):
             choices = _FIELDS[name].metadata["choices"]
             if getattr(self, name) not in choices:

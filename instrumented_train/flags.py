@@ -50,7 +50,7 @@ def build_parser(prog: str = "python -m instrumented_train") -> argparse.Argumen
             options["type"] = _number(kind)
         elif kind == (float | None):
             options["type"] = _number(float)
-        elif kind is Path:
+        elif kind in (Path, Path | None):
             options["type"] = Path
         parser.add_argument(flag, **options)  # type: ignore[arg-type]
     return parser

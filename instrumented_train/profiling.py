@@ -1,8 +1,8 @@
-"""torch.profiler around the profiled steps, and an atomic gzip trace per rank."""
+"""torch.profiler around the profiled steps; each rank's trace written whole (and into a
+traceview store, when asked) by traceview's own profiler handler."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,11 +12,8 @@ from torch.profiler import ProfilerActivity, profile, schedule
 
 from instrumented_train.config import RunConfig
 from instrumented_train.distributed import DistEnv
+from traceview import profiler
 from traceview.parse.run_record import TRACE_METADATA_KEY, TraceRun
-
-
-def trace_path(out: Path, rank: int) -> Path:
-    return out / f"rank{rank}.pt.trace.json.gz"
 
 
 def add_run_metadata(prof: profile, run: TraceRun) -> None:
@@ -28,19 +25,14 @@ def add_run_metadata(prof: profile, run: TraceRun) -> None:
 def make_profiler(
     cfg: RunConfig, env: DistEnv, folder: Path, written: Callable[[str], None]
 ) -> profile:
-    """Traces go into `folder`; `written(name)` is told of each one once it is whole."""
+    """Traces go into `folder` (and `cfg.store`, as job `cfg.out`'s name); `written(name)` is
+    told of each one once it is whole."""
     activities = [ProfilerActivity.CPU]
     if env.is_cuda:
         activities.append(ProfilerActivity.CUDA)
-    target = trace_path(folder, env.rank)
-
-    def on_ready(prof: profile) -> None:
-        # A hidden temporary name in the same folder, then rename: a crash never leaves a
-        # half-written file that looks whole (and the .gz suffix makes the export compress).
-        partial = target.with_name(f".{target.name}.partial.gz")
-        prof.export_chrome_trace(str(partial))
-        os.replace(partial, target)
-        written(target.name)
+    on_ready = profiler.handler(
+        folder, store=cfg.store, job=profiler.job_name(cfg.out), on_written=written
+    )
 
     return profile(
         activities=activities,

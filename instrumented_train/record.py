@@ -18,7 +18,7 @@ from instrumented_train import memory
 from instrumented_train.buckets import ddp_buckets
 from instrumented_train.config import RunConfig
 from instrumented_train.distributed import DistEnv
-from instrumented_train.profiling import nccl_version, trace_path
+from instrumented_train.profiling import nccl_version
 from instrumented_train.strategies import Parallel
 from instrumented_train.train import RankResult
 from traceview.parse.run_record import (
@@ -31,6 +31,7 @@ from traceview.parse.run_record import (
     RunRecord,
     Throughput,
 )
+from traceview.profiler import trace_name
 
 
 def rank_record(env: DistEnv, par: Parallel, result: RankResult) -> RankRecord:
@@ -43,7 +44,7 @@ def rank_record(env: DistEnv, par: Parallel, result: RankResult) -> RankRecord:
         peak_memory=memory.peak_memory(env),
         step_seconds=result.step_seconds,
         losses=result.losses,
-        trace=trace_path(Path("."), env.rank).name,
+        trace=trace_name(env.rank),
     )
 
 

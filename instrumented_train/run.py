@@ -18,7 +18,10 @@ from instrumented_train.distributed import DistEnv, init_distributed, shutdown
 from instrumented_train.record import gather_and_write
 from instrumented_train.strategies import build
 from instrumented_train.train import run_steps
+from traceview.errors import TraceviewError
 from traceview.parse.run_record import RECORD_VERSION, TraceRun
+from traceview.profiler import job_name
+from traceview.store.ingest import ingest
 
 log = logging.getLogger("instrumented_train")
 
@@ -50,6 +53,8 @@ def run(cfg: RunConfig) -> None:
         if env.local_rank == 0:
             folders.commit(folder, cfg.out)
         log.info("wrote %s", cfg.out)
+        if cfg.store is not None and env.rank == 0:
+            _store_run_record(cfg)
     except BaseException as e:
         if status is not None:
             stopped = isinstance(e, Stopped | KeyboardInterrupt)
@@ -85,6 +90,20 @@ def _train(cfg: RunConfig, env: DistEnv, folder: Path, status: folders.RankStatu
     # destroyed the other way round at exit, Gloo's threads can abort the process.
     del par
     gc.collect()
+
+
+def _store_run_record(cfg: RunConfig) -> None:
+    """The ranks stored their traces as they wrote them; the run record joins them now (the
+    traces themselves are unchanged, so none is parsed again)."""
+    assert cfg.store is not None
+    try:
+        done = ingest([cfg.out], cfg.store, job=job_name(cfg.out))
+    except TraceviewError as e:
+        log.warning("run.json not stored in %s: %s", cfg.store, e.message)
+        return
+    for failure in done.failures:
+        log.warning("not stored in %s: %s", cfg.store, failure.message)
+    log.info("stored in %s as job %s", cfg.store, done.jobs[0])
 
 
 def _reason(error: BaseException) -> str:

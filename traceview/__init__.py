@@ -6,6 +6,7 @@ hidden behind compute? Parse PyTorch profiler traces and measure it per rank, st
     job.ranks[0].total.exposed_comm_ns         # each rank's Breakdown, in ns; .steps per step
     job.calls                                  # every collective call (JOB_CALLS_SCHEMA)
     runs = traceview.load_runs(["sweep/"])     # many runs: runs.scaling(), runs.predictions()
+    traceview.ingest(["runs/"], "store")       # into a Parquet store, which loads as traces do
 """
 
 __version__ = "0.1.0"
@@ -41,6 +42,7 @@ from traceview.loader import (
 from traceview.model import INTERVALS_SCHEMA, Timeline, build_timeline
 from traceview.parse import Trace, TraceMeta, read_trace
 from traceview.parse.run_record import RunRecord
+from traceview.store.ingest import Ingested, ingest
 from traceview.strategies import STATE_CATEGORIES, STRATEGIES, Precision, Strategy
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "CollectiveSummary",
     "CrossRank",
     "Failure",
+    "Ingested",
     "IntervalSet",
     "Job",
     "Note",
@@ -77,6 +80,7 @@ __all__ = [
     "analyze_trace",
     "build_timeline",
     "find_runs",
+    "ingest",
     "layout_bytes",
     "load",
     "load_runs",

@@ -190,3 +190,18 @@ def test_a_bug_is_a_message_not_a_traceback(monkeypatch, tmp_path):
         "rank0.pt.trace.json.gz: internal error: RuntimeError: something impossible "
         "(a bug in traceview)"
     )
+
+
+def test_the_pages_read_a_trace_store(monkeypatch, tmp_path):
+    from tests.cli.run_cli import traceview
+
+    store = tmp_path / "S"
+    assert traceview("ingest", SWEEP / "cpu_sweep", "--store", store).code == 0
+    runs = page("runs", store, monkeypatch).dataframe[0].value
+    assert len(runs) == 12 and "job=ddp-dp2" in set(runs["run"])
+    for name in ("timeline", "buckets"):
+        at = page(name, store, monkeypatch, run="job=ddp-dp2")
+        assert all(rows > 0 for _, rows in charts(at)) and not at.error
+    on_traces = page("buckets", SWEEP, monkeypatch, run="cpu_sweep/ddp-dp2").dataframe[0].value
+    on_store = page("buckets", store, monkeypatch, run="job=ddp-dp2").dataframe[0].value
+    assert on_store.equals(on_traces)

@@ -32,7 +32,7 @@ from traceview.parse.stream import MAX_EVENT_BYTES
 def add_inputs(
     p: argparse.ArgumentParser,
     *,
-    what: str = "trace file, run folder, sweep, or folder of runs",
+    what: str = "trace file, run folder, sweep, trace store, or folder of runs",
     formats: tuple[str, ...] = tuple(FORMATS),
 ) -> None:
     """The paths and the options for reading them; `--format` where the command has a choice."""
@@ -41,12 +41,26 @@ def add_inputs(
         p.add_argument("--format", choices=formats, default=formats[0])
     p.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     p.add_argument(
+        "--job",
+        metavar="NAME",
+        help="only the run of this name (a job in a store, a run folder's name)",
+    )
+    add_comm_pattern(p)
+    p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to use (default: cores)")
+    add_max_event(p)
+    add_progress(p)
+
+
+def add_comm_pattern(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "--comm-pattern",
         metavar="REGEX",
         type=check_pattern,
         help="also count kernels (or CPU spans) whose names match as communication",
     )
-    p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to use (default: cores)")
+
+
+def add_max_event(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-event-mb",
         type=positive_int,
@@ -55,6 +69,9 @@ def add_inputs(
         help=f"longest single event read (default {MAX_EVENT_BYTES >> 20}): a longer stretch "
         "without an event boundary is an error",
     )
+
+
+def add_progress(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -123,6 +140,7 @@ def load(args: argparse.Namespace, *, keep_intervals: bool = False) -> Runs:
         keep_intervals=keep_intervals,
         max_event_bytes=args.max_event_mb << 20,
         jobs=args.jobs,
+        job=args.job,
         before=before,
         on_done=progress.file_done,
         progress=progress.bytes_read,

@@ -19,6 +19,7 @@ from traceview.analysis.scaling import ScalingRow, scaling_rows
 from traceview.errors import Note, TraceviewError
 from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many
 from traceview.loader.sources import RunSource, check_one_job, find_runs
+from traceview.loader.stored import read_partitions, stored_incomplete
 from traceview.model import INTERVALS_SCHEMA
 from traceview.parse.run_record import RunRecord, incomplete_run, read_run_record
 from traceview.parse.source import ProgressFn
@@ -116,18 +117,20 @@ def load_runs(
     max_event_bytes: int | None = None,
     jobs: int | None = None,
     within: Path | None = None,
+    job: str | None = None,
     on_done: DoneFn | None = None,
     progress: ProgressFn | None = None,
     before: Callable[[list[RunSource]], None] | None = None,
 ) -> Runs:
-    """Every run the paths name (traces, run folders, sweeps, folders of them), each rank
-    parsed once, in parallel (`jobs` processes; default: one per core). `within`: read nothing
-    outside this folder. `before(sources)` is called once they are known (to refuse an output
-    file that is one of them, or say what is coming)."""
-    sources = find_runs(paths, within=within)
+    """Every run the paths name (traces, run folders, sweeps, stores, folders of them), each
+    rank parsed once, in parallel (`jobs` processes; default: one per core), or read from its
+    store partition. `within`: read nothing outside this folder. `job`: only the runs of that
+    name. `before(sources)` is called once they are known (to refuse an output file that is one
+    of them, or say what is coming)."""
+    sources = find_runs(paths, within=within, job=job)
     if before is not None:
         before(sources)
-    files = [f for s in sources for f in s.files]
+    files = [f for s in sources if not s.stored for f in s.files]
     options = Options(comm_pattern=comm_pattern, keep_intervals=keep_intervals)
     if max_event_bytes is not None:
         options = replace(options, max_event_bytes=max_event_bytes)
@@ -138,6 +141,8 @@ def load_runs(
             strict=True,
         )
     )
+    partitions = [f for s in sources if s.stored for f in s.files]
+    outcomes |= zip(partitions, read_partitions(partitions, options, on_done), strict=True)
     loaded, failures, skipped = [], [], []
     for source in sources:
         reports = [o for f in source.files if isinstance(o := outcomes[f], RankReport)]
@@ -149,7 +154,8 @@ def load_runs(
                     failures.append(o)
         if source.folder is not None:
             check_one_job(source.folder, reports)
-            if why := incomplete_run(source.folder):  # said on every rank it concerns
+            if why := (stored_incomplete if source.stored else incomplete_run)(source.folder):
+                # said on every rank it concerns
                 note = Note(message=why, severity="lossy")
                 reports = [replace(r, notes=(*r.notes, note)) for r in reports]
                 if not reports:

@@ -11,6 +11,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from traceview.analysis.rank import RankReport
 from traceview.errors import A_BUG, NotATraceError, TraceviewError
@@ -28,6 +29,8 @@ class Failure:
 
 
 Outcome = RankReport | Failure
+T = TypeVar("T")
+R = TypeVar("R")
 DoneFn = Callable[[int, int, Outcome], None]  # (finished so far, total, what finished)
 
 
@@ -41,19 +44,28 @@ class Options:
 
 
 def _analyze_one(path: Path, options: Options, progress: ProgressFn | None = None) -> Outcome:
-    try:
-        return analyze_trace(
+    return guarded(
+        path,
+        lambda: analyze_trace(
             path,
             comm_pattern=options.comm_pattern,
             progress=progress,
             keep_intervals=options.keep_intervals,
             max_event_bytes=options.max_event_bytes,
-        )
+        ),
+    )
+
+
+def guarded(path: Path, work: Callable[[], T]) -> T | Failure:
+    """`work()` on the trace at `path`, or why it failed: bad input in its one line; a bug as
+    a Failure with its traceback, so the other traces are still analysed."""
+    try:
+        return work()
     except TraceviewError as e:
         return Failure(path, e.message, isinstance(e, NotATraceError))
     except MemoryError:
         return Failure(path, f"{path}: out of memory while analysing")
-    except Exception as e:  # a bug: this trace fails, the others are still analysed
+    except Exception as e:
         return Failure(
             path,
             f"{path}: internal error: {type(e).__name__}: {e} {A_BUG}",
@@ -71,28 +83,44 @@ def analyze_many(
 ) -> list[Outcome]:
     """Outcomes in the order of `paths`. A single trace, or any stream among them (standard
     input, a pipe: only this process can read it), is analysed in this process."""
-    workers = max(1, min(len(paths), jobs or os.cpu_count() or 1))
-    if any(is_stream(p) for p in paths):
-        workers = 1
-    if workers == 1:
+    if len(paths) == 1 or jobs == 1 or any(is_stream(p) for p in paths):
         outcomes: list[Outcome] = []
         for i, path in enumerate(paths):
             outcomes.append(_analyze_one(path, options, progress))
             if on_done:
                 on_done(i + 1, len(paths), outcomes[-1])
         return outcomes
-    results: dict[int, Outcome] = {}
+    return map_in_processes(_analyze_one, [(p, options) for p in paths], jobs, on_done)
+
+
+def map_in_processes(
+    fn: Callable[..., R],
+    tasks: Sequence[tuple[object, ...]],
+    jobs: int | None = None,
+    on_done: Callable[[int, int, R], None] | None = None,
+) -> list[R]:
+    """`fn(*task)` for each task, one process per core (or `jobs`); results in task order.
+    `fn` must be a module-level function (it is sent to the workers by name)."""
+    workers = max(1, min(len(tasks), jobs or os.cpu_count() or 1))
+    if workers == 1:
+        results_in_order: list[R] = []
+        for i, task in enumerate(tasks):
+            results_in_order.append(fn(*task))
+            if on_done:
+                on_done(i + 1, len(tasks), results_in_order[-1])
+        return results_in_order
+    results: dict[int, R] = {}
     # spawn, not fork: polars' thread pools do not survive a fork.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         with _workers_skip_main():  # the workers start as the tasks are submitted
-            futures = {pool.submit(_analyze_one, p, options): i for i, p in enumerate(paths)}
+            futures = {pool.submit(fn, *task): i for i, task in enumerate(tasks)}
         for done, future in enumerate(as_completed(futures), start=1):
             i = futures[future]
             results[i] = future.result()
             if on_done:
-                on_done(done, len(paths), results[i])
-    return [results[i] for i in range(len(paths))]
+                on_done(done, len(tasks), results[i])
+    return [results[i] for i in range(len(tasks))]
 
 
 @contextmanager

@@ -1,17 +1,20 @@
 """Which traces a PATH names, grouped into runs: a trace file (or a stream) on its own, a
-folder of one job's rank traces, a sweep (its `index.json`, confined to its folder), or any
-folder of such folders. The one trace-file rule, and the one-job check."""
+folder of one job's rank traces, a sweep (its `index.json`, confined to its folder), a trace
+store (its jobs' rank partitions), or any folder of such folders. The one trace-file rule, the
+one job-name rule, and the one-job check."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from traceview.analysis.rank import RankReport
 from traceview.errors import TraceviewError
 from traceview.parse.run_record import STATUS_GLOB, read_sweep_index
 from traceview.parse.source import STDIN, is_stream
+from traceview.store import layout
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 NOT_TRACES = {"run.json", "index.json"}  # the harness's own records live beside its traces
@@ -35,22 +38,40 @@ def is_trace_file(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class RunSource:
-    """One run's traces: a folder of one job's rank traces, or one trace named on its own."""
+    """One run's traces: a folder of one job's rank traces, one trace named on its own, or a
+    job in a trace store (`stored`: its `files` are the ranks' partitions)."""
 
     folder: Path | None  # None for a trace (or stream) named on its own
     files: tuple[Path, ...]  # empty for a run folder that stopped before writing a trace
+    stored: bool = False
 
     @property
     def name(self) -> str:
         return str(self.folder if self.folder is not None else self.files[0])
 
+    @property
+    def job(self) -> str:
+        """The job's name (what `--job` selects): its folder's name, a lone trace's name
+        without its suffixes, characters a store cannot hold as '_'."""
+        if self.stored and self.folder is not None:
+            return self.folder.name.removeprefix("job=")
+        if self.folder is not None:
+            name = self.folder.resolve().name
+        else:
+            name = re.sub(r"(\.pt\.trace)?\.json(\.gz)?$", "", self.files[0].name)
+        return re.sub(r"[^A-Za-z0-9._+-]", "_", name).lstrip("._+-")[:200] or "job"
+
 
 def find_runs(
-    paths: Sequence[str | Path], *, within: Path | None = None, empty_ok: bool = False
+    paths: Sequence[str | Path],
+    *,
+    within: Path | None = None,
+    empty_ok: bool = False,
+    job: str | None = None,
 ) -> list[RunSource]:
     """Every run the paths name, in order. `within`: a folder nothing may be read outside of
     (the dashboard's root): links out of it are not followed. A folder with no traces is an
-    error unless `empty_ok`."""
+    error unless `empty_ok`. `job`: only the runs of that name (see RunSource.job)."""
     runs: list[RunSource] = []
     for raw in paths:
         path = Path(raw)
@@ -63,6 +84,13 @@ def find_runs(
             runs += found
         else:
             raise TraceviewError(f"{path}: no such file or folder")
+    if job is not None:
+        chosen = [r for r in runs if r.job == job]
+        if not chosen:
+            names = sorted({r.job for r in runs})
+            shown = ", ".join(names[:10]) + (", ..." if len(names) > 10 else "")
+            raise TraceviewError(f"no job named {job!r} in {', '.join(map(str, paths))} ({shown})")
+        runs = chosen
     return runs
 
 
@@ -71,7 +99,12 @@ def _inside(path: Path, within: Path | None) -> bool:
 
 
 def _folder_runs(folder: Path, within: Path | None) -> list[RunSource]:
-    """A sweep's runs (from its index), or the folder as one job, or the runs below it."""
+    """A store's jobs, a sweep's runs (from its index), or the folder as one job, or the runs
+    below it."""
+    if layout.is_store(folder):
+        return _stored_runs(folder)
+    if folder.name.startswith("job=") and layout.is_store(folder.parent):  # one job of a store
+        return [_stored_run(folder.parent, folder.name.removeprefix("job="))]
     if (folder / SWEEP_INDEX).is_file():
         return [_run(run) for run in read_sweep_index(folder / SWEEP_INDEX)]
     traces = tuple(sorted(p for p in folder.iterdir() if is_trace_file(p) and _inside(p, within)))
@@ -86,15 +119,39 @@ def _folder_runs(folder: Path, within: Path | None) -> list[RunSource]:
     return below
 
 
+def _stored_runs(store: Path) -> list[RunSource]:
+    return [_stored_run(store, job) for job in layout.jobs(layout.open_store(store))]
+
+
+def _stored_run(store: Path, job: str) -> RunSource:
+    layout.open_store(store)
+    return RunSource(layout.job_dir(store, job), tuple(layout.partitions(store, job)), stored=True)
+
+
 def _run(folder: Path) -> RunSource:
     if not folder.is_dir():
         raise TraceviewError(f"{folder}: listed in the sweep index, but not a folder")
     return RunSource(folder, tuple(sorted(p for p in folder.iterdir() if is_trace_file(p))))
 
 
-def check_one_job(folder: Path, reports: Sequence[RankReport]) -> None:
+class RankIdentity(Protocol):
+    """What the one-job check reads of a rank (a RankReport, or what an ingest worker says)."""
+
+    @property
+    def trace(self) -> Path: ...
+    @property
+    def rank(self) -> int | None: ...
+    @property
+    def world_size(self) -> int | None: ...
+    @property
+    def backend(self) -> str | None: ...
+    @property
+    def epoch_span_ns(self) -> tuple[int, int] | None: ...
+
+
+def check_one_job(folder: Path, reports: Sequence[RankIdentity]) -> None:
     """A folder is one job: no rank twice, one world size and backend, overlapping wall time."""
-    by_rank: dict[int, RankReport] = {}
+    by_rank: dict[int, RankIdentity] = {}
     for r in reports:
         if r.rank is None:
             continue

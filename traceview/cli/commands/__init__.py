@@ -1,6 +1,15 @@
 """One module per command: its options and what it does, over the front door (traceview.load)
 and the renderers (cli/reporters)."""
 
-from traceview.cli.commands import analyze, collectives, compare, dashboard, export, ranks, report
+from traceview.cli.commands import (
+    analyze,
+    collectives,
+    compare,
+    dashboard,
+    export,
+    ingest,
+    ranks,
+    report,
+)
 
-COMMANDS = (analyze, collectives, ranks, compare, export, report, dashboard)
+COMMANDS = (analyze, collectives, ranks, compare, export, report, ingest, dashboard)

@@ -1,0 +1,75 @@
+"""`traceview ingest PATH... --store DIR`: parse each rank trace once into a Parquet store
+that every command reads as it reads traces (README "Trace store")."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from traceview.cli import options
+from traceview.cli.progress import Progress
+from traceview.cli.say import say
+from traceview.errors import A_BUG, A_BUG_DEBUG, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
+from traceview.store.engines import ENGINES
+from traceview.store.ingest import ingest
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "ingest",
+        help="parse traces once into a Parquet trace store (for many ranks, or many looks)",
+        description="Parse each rank trace once into a trace store: Parquet partitions "
+        "job=NAME/rank=N that analyze, collectives, ranks, compare, export, report and the "
+        "dashboard read as they read traces. Traces already stored, unchanged, are skipped.",
+    )
+    p.add_argument(
+        "paths", nargs="+", metavar="PATH", help="trace file, run folder, sweep, or folder of runs"
+    )
+    p.add_argument("--store", required=True, metavar="DIR", help="the store (made if need be)")
+    p.add_argument("--job", metavar="NAME", help="the job's name in the store, for a single run "
+                   "(default: its folder's name)")  # fmt: skip
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="local: a process per core (default); ray: one Ray task per trace",
+    )
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="the Ray cluster to join (default: RAY_ADDRESS, else Ray started on this machine)",
+    )
+    p.add_argument("--jobs", "-j", type=options.positive_int, metavar="N",
+                   help="processes to use with the local engine (default: cores)")  # fmt: skip
+    options.add_comm_pattern(p)
+    options.add_max_event(p)
+    options.add_progress(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    progress = Progress(args.progress)
+    done = ingest(
+        args.paths,
+        args.store,
+        job=args.job,
+        engine=args.engine,
+        address=args.ray_address,
+        jobs=args.jobs,
+        comm_pattern=args.comm_pattern,
+        max_event_bytes=args.max_event_mb << 20,
+        on_done=progress.file_done,
+    )
+    progress.clear_line()
+    for path in done.skipped:
+        say("skipped", f"{path}: not a profiler trace")
+    for failure in done.failures:
+        say("error", failure.message.replace(A_BUG, A_BUG_DEBUG))
+    jobs = f"{len(done.jobs)} job{'s' if len(done.jobs) != 1 else ''}"
+    print(
+        f"{Path(args.store)}: {jobs}; {len(done.written)} rank partition(s) written, "
+        f"{len(done.unchanged)} unchanged, {len(done.failures)} failed"
+    )
+    if any(f.internal for f in done.failures):
+        return EXIT_INTERNAL
+    return EXIT_BAD_INPUT if done.failures else EXIT_OK

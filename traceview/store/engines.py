@@ -1,0 +1,56 @@
+"""Where ingestion runs: "local" (a process per core: loader/parallel.py map_in_processes) or
+"ray" (one Ray task per trace, on a cluster or on this machine). Every worker must see the
+traces and the store at the same paths: a shared file system (README "Trace store")."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from traceview.errors import TraceviewError
+
+ENGINES = ("local", "ray")
+R = TypeVar("R")
+
+
+def map_on_ray(
+    fn: Callable[..., R],
+    tasks: Sequence[tuple[object, ...]],
+    address: str | None = None,
+    on_done: Callable[[int, int, R], None] | None = None,
+) -> list[R]:
+    """`fn(*task)` as one Ray task each (one CPU each: a worker holds one trace at a time);
+    results in task order. Joins the cluster at `address` (or RAY_ADDRESS), else starts Ray
+    on this machine for the call (and stops it after); a session already started is used."""
+    try:
+        import ray
+    except ImportError:
+        raise TraceviewError(
+            "--engine ray needs Ray: pip install 'traceview[cluster]' (or ray)"
+        ) from None
+    started = not ray.is_initialized()
+    if started:
+        local = address is None and not os.environ.get("RAY_ADDRESS")
+        extra: dict[str, Any] = {"include_dashboard": False} if local else {}
+        try:
+            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, **extra)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise TraceviewError(f"cannot start or reach Ray ({address or 'local'}): {e}") from None
+    try:
+        remote = ray.remote(num_cpus=1)(fn)
+        refs = [remote.remote(*task) for task in tasks]
+        index = {ref: i for i, ref in enumerate(refs)}
+        results: dict[int, R] = {}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                results[index[ref]] = ray.get(ref)
+                if on_done:
+                    on_done(len(results), len(tasks), results[index[ref]])
+        return [results[i] for i in range(len(tasks))]
+    finally:
+        if started:
+            ray.shutdown()

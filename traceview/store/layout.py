@@ -1,0 +1,156 @@
+"""Where things live in a store (README "Trace store"): one Parquet partition per rank of each
+job, hive-style, so polars, DuckDB and Spark read the store as tables without traceview.
+
+    STORE/store.json                      {"store_version": 1}
+    STORE/job=<job>/job.json              where the job came from; why it is incomplete, if so
+    STORE/job=<job>/run.json              the harness's run record, when the job has one
+    STORE/job=<job>/rank=<r>/summary.json the rank's totals, notes and where its trace came from
+    STORE/job=<job>/rank=<r>/steps.parquet      one row per profiler step (Breakdown columns)
+    STORE/job=<job>/rank=<r>/calls.parquet      one row per collective call (CALLS_SCHEMA)
+    STORE/job=<job>/rank=<r>/intervals.parquet  the model (INTERVALS_SCHEMA)
+
+`job` and `rank` are the partition keys: the tables do not repeat them. A trace that does not
+name its rank is `rank=__HIVE_DEFAULT_PARTITION__` (null to every hive reader)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from pathlib import Path
+
+import msgspec
+
+from traceview.errors import TraceviewError
+from traceview.parse.source import unreadable
+
+STORE_VERSION = 1
+MARKER = "store.json"
+JOB_RECORD = "job.json"
+SUMMARY = "summary.json"
+TABLES = ("steps", "calls", "intervals")
+NO_RANK = "__HIVE_DEFAULT_PARTITION__"
+INCOMING = ".incoming"  # partitions being written, before they are moved into place
+_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
+
+
+class StoreMarker(msgspec.Struct, frozen=True):
+    store_version: int
+
+
+class JobRecord(msgspec.Struct, frozen=True):
+    """job.json: where the job's traces were, and why the run is incomplete, if it is."""
+
+    source: str
+    incomplete: str | None = None
+
+
+def read_job_record(store: Path, job: str) -> JobRecord | None:
+    path = job_dir(store, job) / JOB_RECORD
+    if not path.is_file():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=JobRecord)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise TraceviewError(f"{path}: not a job record ({e})") from None
+    except OSError as e:
+        raise unreadable(path, e) from None
+
+
+def is_store(path: Path) -> bool:
+    return (path / MARKER).is_file()
+
+
+def open_store(path: Path, *, create: bool = False) -> Path:
+    """The store at `path`, checked (made first when `create`): a newer layout is refused."""
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)  # ranks of one job may race here
+        except OSError as e:
+            raise cannot_write(path, e) from None
+        if not path.is_dir():
+            raise TraceviewError(f"{path}: not a folder")
+        if not is_store(path):
+            foreign = [p.name for p in path.iterdir() if not _store_entry(p.name)]
+            if foreign:
+                raise TraceviewError(
+                    f"{path}: a folder that is not a traceview store (holds {foreign[0]}); "
+                    "not writing there"
+                )
+            write_atomically(path / MARKER, msgspec.json.encode(StoreMarker(STORE_VERSION)))
+    if not is_store(path):
+        raise TraceviewError(f"{path}: not a traceview store (no {MARKER})")
+    try:
+        marker = msgspec.json.decode((path / MARKER).read_bytes(), type=StoreMarker)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise TraceviewError(f"{path / MARKER}: not a store marker ({e})") from None
+    except OSError as e:
+        raise unreadable(path / MARKER, e) from None
+    if marker.store_version > STORE_VERSION:
+        raise TraceviewError(
+            f"{path}: store_version {marker.store_version} is newer than this traceview reads "
+            f"({STORE_VERSION}): upgrade traceview"
+        )
+    return path
+
+
+def _store_entry(name: str) -> bool:
+    return name.startswith((".", "job=")) or name == MARKER
+
+
+def check_job_name(name: str) -> str:
+    if not _JOB_NAME.match(name):
+        raise TraceviewError(
+            f"job name {name!r}: use letters, digits, '.', '_', '+' and '-' (at most 200)"
+        )
+    return name
+
+
+def job_dir(store: Path, job: str) -> Path:
+    return store / f"job={job}"
+
+
+def rank_key(rank: int | None) -> str:
+    return NO_RANK if rank is None else str(rank)
+
+
+def partition_dir(store: Path, job: str, rank: int | None) -> Path:
+    return job_dir(store, job) / f"rank={rank_key(rank)}"
+
+
+def jobs(store: Path) -> list[str]:
+    """The store's job names, sorted."""
+    return sorted(
+        p.name.removeprefix("job=")
+        for p in store.iterdir()
+        if p.is_dir() and p.name.startswith("job=")
+    )
+
+
+def partitions(store: Path, job: str) -> list[Path]:
+    """The job's rank partitions, by rank (a rank-less one last)."""
+    found = [
+        p
+        for p in job_dir(store, job).iterdir()
+        if p.is_dir() and p.name.startswith("rank=") and (p / SUMMARY).is_file()
+    ]
+
+    def order(p: Path) -> tuple[int, int]:
+        key = p.name.removeprefix("rank=")
+        return (1, 0) if key == NO_RANK or not key.lstrip("-").isdigit() else (0, int(key))
+
+    return sorted(found, key=order)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Written beside, then renamed over: a reader sees the old file or the new one."""
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")  # writers may race
+    try:
+        partial.write_bytes(data)
+        partial.replace(path)
+    except OSError as e:
+        partial.unlink(missing_ok=True)
+        raise cannot_write(path, e) from None
+
+
+def cannot_write(path: Path, error: OSError) -> TraceviewError:
+    return TraceviewError(f"{path}: cannot write ({error.strerror or error})")

@@ -1,0 +1,207 @@
+"""One rank's partition: its RankReport written as a summary (JSON) and three Parquet tables,
+and read back into the same RankReport — the numbers every command shows come from here,
+unchanged (tests/store compares them with the traces')."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shutil
+import typing
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from traceview import __version__
+from traceview.analysis.breakdown import Breakdown
+from traceview.analysis.calls import CALLS_SCHEMA
+from traceview.analysis.rank import RankReport
+from traceview.analysis.windows import StepBreakdown
+from traceview.errors import TraceviewError
+from traceview.model import INTERVALS_SCHEMA
+from traceview.parse.source import unreadable
+from traceview.store.layout import NO_RANK, STORE_VERSION, SUMMARY, cannot_write
+
+_TABLES = ("steps", "calls", "intervals")  # RankReport's fields kept as Parquet tables
+_BREAKDOWN = [f.name for f in dataclasses.fields(Breakdown)]
+STEPS_SCHEMA: dict[str, pl.DataType] = {
+    "step": pl.Int64(),
+    "partial": pl.Boolean(),  # the trace was cut short and this step may be missing work
+    **{name: pl.Int64() for name in _BREAKDOWN},
+    "window_ns": pl.Int64(),  # end_ns - start_ns, for queries
+}
+_HEAD_TAIL = 1 << 20  # bytes of each end of a trace that its digest covers
+
+
+def _summary_type() -> type:
+    """RankReport's fields but its tables, as a msgspec Struct: declared once, in RankReport."""
+    hints = typing.get_type_hints(RankReport)
+    fields: list[tuple[str, object] | tuple[str, object, object]] = []
+    for f in dataclasses.fields(RankReport):
+        if f.name in _TABLES:
+            continue
+        has_default = f.default is not dataclasses.MISSING
+        fields.append(
+            (f.name, hints[f.name], f.default) if has_default else (f.name, hints[f.name])
+        )
+    return msgspec.defstruct("RankSummary", fields, frozen=True, kw_only=True)  # type: ignore[arg-type]
+
+
+RankSummary: Any = _summary_type()
+
+
+class Source(msgspec.Struct, frozen=True):
+    """Which trace a partition was made from: unchanged when all of these are."""
+
+    path: str  # absolute, when ingested
+    size: int
+    mtime_ns: int
+    digest: str  # BLAKE2b of the first and last MiB
+
+    def same_content(self, other: Source) -> bool:
+        return (self.size, self.mtime_ns, self.digest) == (other.size, other.mtime_ns, other.digest)
+
+
+def source_of(path: Path) -> Source:
+    try:
+        stat = path.stat()
+        h = hashlib.blake2b(digest_size=16)
+        with path.open("rb") as f:
+            h.update(f.read(_HEAD_TAIL))
+            if stat.st_size > 2 * _HEAD_TAIL:
+                f.seek(-_HEAD_TAIL, os.SEEK_END)
+            h.update(f.read(_HEAD_TAIL))
+    except OSError as e:
+        raise unreadable(path, e) from None
+    return Source(str(path.resolve()), stat.st_size, stat.st_mtime_ns, h.hexdigest())
+
+
+class Stored(msgspec.Struct, frozen=True):
+    """summary.json: the rank's report and how it was made."""
+
+    store_version: int
+    traceview_version: str
+    source: Source
+    comm_pattern: str | None
+    report: RankSummary  # type: ignore[valid-type]
+
+
+def _enc(value: object) -> object:
+    if isinstance(value, Path):
+        return str(value)
+    raise NotImplementedError(type(value))
+
+
+def _dec(kind: type, value: object) -> object:
+    if kind is Path:
+        return Path(value)  # type: ignore[arg-type]
+    if kind is object:
+        return value
+    raise NotImplementedError(kind)
+
+
+def write_partition(
+    report: RankReport, folder: Path, source: Source, comm_pattern: str | None
+) -> None:
+    """Into `folder` (made here, not yet in place): the report needs its intervals."""
+    if report.intervals is None:
+        raise ValueError("a partition needs the report's intervals (keep_intervals=True)")
+    summary = RankSummary(
+        **{  # type: ignore[operator]
+            f: getattr(report, f) for f in RankSummary.__struct_fields__
+        }
+    )
+    stored = Stored(STORE_VERSION, __version__, source, comm_pattern, summary)
+    steps = pl.DataFrame(
+        [
+            {"step": s.step, "partial": s.partial, **dataclasses.asdict(s.breakdown)}
+            for s in report.steps
+        ],
+        schema={k: v for k, v in STEPS_SCHEMA.items() if k != "window_ns"},
+    ).with_columns(window_ns=pl.col("end_ns") - pl.col("start_ns"))
+    try:
+        folder.mkdir(parents=True)
+        steps.write_parquet(folder / "steps.parquet")
+        report.calls.drop("rank").write_parquet(folder / "calls.parquet")
+        report.intervals.drop("rank").write_parquet(folder / "intervals.parquet")
+        (folder / SUMMARY).write_bytes(msgspec.json.encode(stored, enc_hook=_enc))
+    except OSError as e:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise cannot_write(folder, e) from None
+
+
+def read_stored(folder: Path) -> Stored:
+    path = folder / SUMMARY
+    try:
+        stored = msgspec.json.decode(path.read_bytes(), type=Stored, dec_hook=_dec)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise TraceviewError(f"{path}: not a partition summary ({e})") from None
+    except OSError as e:
+        raise unreadable(path, e) from None
+    if stored.store_version > STORE_VERSION:
+        raise TraceviewError(
+            f"{path}: store_version {stored.store_version} is newer than this traceview reads "
+            f"({STORE_VERSION}): upgrade traceview"
+        )
+    return stored
+
+
+def _table(
+    folder: Path, name: str, schema: dict[str, pl.DataType], rank: int | None
+) -> pl.DataFrame:
+    path = folder / f"{name}.parquet"
+    try:
+        table = pl.read_parquet(path)
+    except OSError as e:
+        raise unreadable(path, e) from None
+    except pl.exceptions.PolarsError as e:
+        raise TraceviewError(
+            f"{path}: not a readable Parquet table ({str(e).splitlines()[0]})"
+        ) from None
+    if "rank" in schema:
+        table = table.with_columns(rank=pl.lit(rank, pl.Int32))
+    missing = [c for c in schema if c not in table.columns]
+    if missing:
+        raise TraceviewError(f"{path}: lacks column(s) {', '.join(missing)}")
+    return table.select(list(schema)).cast(schema)  # type: ignore[arg-type]
+
+
+def check_pattern(stored: Stored, folder: Path, comm_pattern: str | None) -> None:
+    """A partition holds the analysis made with its ingest's --comm-pattern, and no other."""
+    if stored.comm_pattern != comm_pattern:
+        raise TraceviewError(
+            f"{folder}: ingested with --comm-pattern {stored.comm_pattern!r}, asked for "
+            f"{comm_pattern!r}: ingest again with the pattern wanted"
+        )
+
+
+def read_partition(
+    folder: Path, *, keep_intervals: bool = False, comm_pattern: str | None = None
+) -> RankReport:
+    """The rank's report as it was measured when its trace was ingested."""
+    stored = read_stored(folder)
+    check_pattern(stored, folder, comm_pattern)
+    summary: Any = stored.report
+    key = folder.name.removeprefix("rank=")
+    if key != (NO_RANK if summary.rank is None else str(summary.rank)):
+        raise TraceviewError(f"{folder}: holds rank {summary.rank}, not {key}")
+    steps = _table(folder, "steps", STEPS_SCHEMA, summary.rank)
+    calls_schema = {k: v() if isinstance(v, type) else v for k, v in CALLS_SCHEMA.items()}
+    return RankReport(
+        **{f: getattr(summary, f) for f in RankSummary.__struct_fields__},
+        steps=tuple(
+            StepBreakdown(
+                step=row["step"],
+                partial=row["partial"],
+                breakdown=Breakdown(**{k: row[k] for k in _BREAKDOWN}),
+            )
+            for row in steps.iter_rows(named=True)
+        ),
+        calls=_table(folder, "calls", calls_schema, summary.rank),
+        intervals=_table(folder, "intervals", INTERVALS_SCHEMA, summary.rank)
+        if keep_intervals
+        else None,
+    )
