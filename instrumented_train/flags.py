@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from instrumented_train.config import ConfigError, RunConfig
+from traceview.cli.helpformat import DefaultsHelp
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,6 +33,7 @@ def _number(kind: type) -> typing.Callable[[str], object]:
 def build_parser(prog: str = "python -m instrumented_train") -> argparse.ArgumentParser:
     parser = _Parser(
         prog=prog,
+        formatter_class=DefaultsHelp,
         description="Train a GPT-style model with data parallelism under torchrun and write a "
         "profiler trace per rank plus run.json into the run folder.",
     )

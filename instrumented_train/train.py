@@ -96,10 +96,13 @@ def run_steps(
             train_step(cfg, env, par, step, result, read_memory=False)
             result.profiled.append(i >= first_kept)
             status.step_done(step + 1)
+            # Named as traceview names it: the profiler counts its own steps from 0.
+            phase = "kept" if i >= first_kept else "warm-up" if i >= cfg.wait else "skipped"
             log.info(
-                "step %d%s: loss %.4f, %.3f s",
+                "step %d = ProfilerStep#%d (%s): loss %.4f, %.3f s",
                 step,
-                " (profiled)" if i >= first_kept else "",
+                i,
+                phase,
                 result.losses[-1],
                 result.step_seconds[-1],
             )

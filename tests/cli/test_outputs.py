@@ -3,6 +3,8 @@
 import csv
 import io
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +129,12 @@ def test_output_to_a_special_file_writes_through_it(tmp_path):
     assert result.code == 0, result.err
     assert received and received[0].startswith("trace,rank,world_size,step")
     assert fifo.is_fifo()
+
+
+@pytest.mark.parametrize("command", ["analyze", "collectives", "ranks", "compare"])
+def test_csv_numbers_carry_no_binary_noise(command):
+    sweep = Path(__file__).parents[2] / "sample_traces" / "cpu_sweep"
+    result = traceview(command, sweep, "--format", "csv")
+    assert result.code == 0, result.err
+    assert len(result.out.splitlines()) > 2
+    assert re.findall(r"\d\.\d{7,}", result.out) == []  # e.g. 121.37100000000001

@@ -2,11 +2,16 @@
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from tests.cli.run_cli import traceview
 
-SWEEP = Path(__file__).parents[2] / "sample_traces" / "cpu_sweep"
+ROOT = Path(__file__).parents[2]
+SWEEP = ROOT / "sample_traces" / "cpu_sweep"
 
 
 def test_report_is_self_contained_with_every_section(tmp_path):
@@ -48,3 +53,20 @@ def test_report_carries_the_caveats_of_noisy_runs(tmp_path):
     assert traceview("report", tmp_path, "--output", out).code == 0
     html = out.read_text()
     assert "Caveats" in html and "noisy: step times vary 6.0" in html
+
+
+@pytest.mark.parametrize("missing", ["altair", "vl_convert"])
+def test_report_without_the_dashboard_extra_names_it_in_one_line(tmp_path, missing):
+    code = (
+        f"import sys; sys.modules[{missing!r}] = None\n"  # as if never installed
+        "from traceview.cli import main\n"
+        f"sys.exit(main(['report', {str(ROOT / 'sample_traces' / 'cpu_sweep' / 'ddp-dp2')!r}, "
+        f"'-o', {str(tmp_path / 'r.html')!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"traceview: error: report needs the dashboard's charting ({missing}): "
+        "pip install 'traceview[dashboard]'\n"
+    )
+    assert not (tmp_path / "r.html").exists()

@@ -215,6 +215,10 @@ def test_the_harness_stores_each_rank_as_it_writes_it(tmp_path):
     assert (folder / "run.json").read_bytes() == (out / "run.json").read_bytes()
     for command in ("analyze", "collectives", "ranks"):
         assert _paths_out(_json(command, store)) == _paths_out(_json(command, out))
+    # The harness names its kept steps as traceview shows them.
+    logged = {int(n) for n in re.findall(r"\[rank0\] step \d+ = ProfilerStep#(\d+) \(kept\)", log)}
+    (rank0, _) = _json("analyze", out)["ranks"]
+    assert logged == {s["step"] for s in rank0["steps"]} and logged
     # The traces were stored by the ranks themselves: ingesting the run folder parses none.
     assert (
         "0 rank partition(s) written, 2 unchanged" in traceview("ingest", out, "--store", store).out

@@ -10,14 +10,20 @@ import sys
 import traceback
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 from traceview import __version__
 from traceview.cli.commands import COMMANDS
+from traceview.cli.helpformat import DefaultsHelp
 from traceview.cli.say import say
 from traceview.errors import A_BUG_DEBUG, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, TraceviewError
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelp)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         """One line, not argparse's usage block."""
         raise TraceviewError(f"{message} (see '{self.prog} --help')")

@@ -4,6 +4,7 @@ get from traceview.load / traceview.load_runs."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis.cross_rank import CrossRank, StepSkew
+from traceview.analysis.findings import Finding, job_findings, memory_fit, noisy_steps
 from traceview.analysis.fits import AlphaBetaFit
 from traceview.analysis.job import JobReport
 from traceview.analysis.prediction import Prediction, predict_jobs
@@ -79,6 +81,16 @@ class Job:
         return self.report.fit_on
 
     @cached_property
+    def findings(self) -> tuple[Finding, ...]:
+        """What the analysis says to change (analysis/findings.py); a broken run.json leaves
+        the rules to the traces alone."""
+        try:
+            report, strategy = self.report, self.strategy
+        except TraceviewError:
+            report, strategy = JobReport(folder=self.folder, ranks=self.ranks, run=None), None
+        return tuple(job_findings(report, self.name, strategy))
+
+    @cached_property
     def intervals(self) -> pl.DataFrame:
         """The model of every rank as one table (model/schema.py INTERVALS_SCHEMA, with its
         `rank` column). Needs the job loaded with keep_intervals=True."""
@@ -107,6 +119,31 @@ class Runs:
 
     def predictions(self) -> list[Prediction]:
         return predict_jobs([job.report for job in self.jobs])
+
+    def findings(self, memory_budget_bytes: float | None = None) -> list[Finding]:
+        """Every job's findings; noisy step times; with a memory budget per rank, the least
+        sharding whose model states fit it (for runs with a run record)."""
+        found = [f for job in self.jobs for f in job.findings]
+        with suppress(TraceviewError):  # a broken run.json: said by the commands that need it
+            found += [f for row in self.scaling() if (f := noisy_steps(row)) is not None]
+        if memory_budget_bytes is not None:
+            seen = set()  # one finding per model and DP degree, not per strategy run
+            for job in self.jobs:
+                run = _run_or_none(job)
+                key = run and (run.num_params, run.config.get("precision"), run.world_size)
+                if run is None or key in seen:
+                    continue
+                seen.add(key)
+                if f := memory_fit(run, job.name, memory_budget_bytes):
+                    found.append(f)
+        return found
+
+
+def _run_or_none(job: Job) -> RunRecord | None:
+    try:
+        return job.run
+    except TraceviewError:
+        return None
 
 
 def load_runs(

@@ -19,9 +19,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "memory, beside the ZeRO theory.",
     )
     options.add_inputs(p, what="run folder, sweep folder, or folder of runs")
+    p.add_argument(
+        "--memory-budget-gb",
+        type=positive_float,
+        metavar="GB",
+        help="GiB per rank for model states: finds the least sharding that fits",
+    )
     p.set_defaults(run=run)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError(f"must be a positive number of GiB: {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
-    return options.finish(reporter(args.format).compare(runs), args, runs)
+    budget = None if args.memory_budget_gb is None else args.memory_budget_gb * 2**30
+    return options.finish(reporter(args.format).compare(runs, budget), args, runs)

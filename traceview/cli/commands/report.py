@@ -25,6 +25,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.output or args.output == "-":
         raise TraceviewError("report needs --output FILE.html")
     try:
+        import vl_convert  # noqa: F401 -- altair needs it to inline its scripts in the file
+
         from traceview.dashboard.static import report_html
     except ImportError as e:
         raise TraceviewError(

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 import polars as pl
+import polars.selectors as cs
 
 from traceview.analysis.breakdown import METRICS
 from traceview.cli.reporters.as_json import alignment, breakdown
@@ -29,6 +30,11 @@ ANALYZE_COLUMNS = [
 
 def _blank(value: object) -> object:
     return "" if value is None else value
+
+
+def _write(table: pl.DataFrame) -> str:
+    """Floats to 6 decimals (ns in µs columns; no binary noise such as 121.37100000000001)."""
+    return table.with_columns(cs.float().round(6)).write_csv()
 
 
 def analyze(runs: Runs, steps: StepSelection | None) -> str:
@@ -54,7 +60,7 @@ def analyze(runs: Runs, steps: StepSelection | None) -> str:
 
 def collectives(runs: Runs, steps: StepSelection | None) -> str:
     frames = [call_rows(j, steps).with_columns(pl.lit(j.name).alias("job")) for j in runs.jobs]
-    return pl.concat(frames, how="diagonal_relaxed").select("job", *CALL_COLUMNS).write_csv()
+    return _write(pl.concat(frames, how="diagonal_relaxed").select("job", *CALL_COLUMNS))
 
 
 RANK_COLUMNS = {
@@ -90,7 +96,7 @@ def ranks(runs: Runs) -> str:
             }
             for a in cross.ranks
         ]
-    return pl.DataFrame(rows, schema=RANK_COLUMNS).write_csv()
+    return _write(pl.DataFrame(rows, schema=RANK_COLUMNS))
 
 
 COMPARE_COLUMNS = [
@@ -116,6 +122,7 @@ COMPARE_COLUMNS = [
 ]
 
 
-def compare(runs: Runs) -> str:
+def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
+    """One row per run (findings are sentences, not rows: the table and JSON carry them)."""
     records = [{**asdict(r), "caveats": "; ".join(r.caveats)} for r in runs.scaling()]
-    return pl.DataFrame(records).select(COMPARE_COLUMNS).write_csv()
+    return _write(pl.DataFrame(records).select(COMPARE_COLUMNS))

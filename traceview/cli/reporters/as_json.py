@@ -12,7 +12,7 @@ from traceview.analysis.breakdown import METRICS
 from traceview.analysis.cross_rank import RankAlignment
 from traceview.analysis.exposure import exposure_by_step
 from traceview.analysis.fits import AlphaBetaFit
-from traceview.cli.reporters.common import call_rows, envelope, job_head, us
+from traceview.cli.reporters.common import call_rows, envelope, finding, job_head, us
 from traceview.cli.steps import StepSelection
 from traceview.loader import Job, Runs
 
@@ -35,6 +35,7 @@ def analyze(runs: Runs, steps: StepSelection | None) -> str:
         envelope(
             "analyze",
             ranks=[_rank(r, steps) for r in runs.reports],
+            findings=[finding(f) for f in runs.findings()],
             errors=[{"path": str(f.path), "message": f.message} for f in runs.failures],
         )
     )
@@ -186,5 +187,11 @@ def _across(job: Job) -> dict[str, Any]:
 # -- compare -------------------------------------------------------------------------------
 
 
-def compare(runs: Runs) -> str:
-    return _dump(envelope("compare", runs=[asdict(r) for r in runs.scaling()]))
+def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
+    return _dump(
+        envelope(
+            "compare",
+            runs=[asdict(r) for r in runs.scaling()],
+            findings=[finding(f) for f in runs.findings(memory_budget_bytes)],
+        )
+    )

@@ -11,6 +11,7 @@ import polars as pl
 from traceview.analysis import Breakdown, RankReport
 from traceview.analysis.breakdown import METRICS
 from traceview.analysis.exposure import exposure_by_step
+from traceview.analysis.findings import Finding
 from traceview.cli.reporters.common import PARTIAL, call_rows, rank_rows
 from traceview.cli.steps import StepSelection
 from traceview.loader import Job, Runs
@@ -46,7 +47,18 @@ _STEP_HEAD = (
 
 
 def analyze(runs: Runs, steps: StepSelection | None) -> str:
-    return "\n".join(_rank_table(r, steps) for r in runs.reports)
+    tables = "\n".join(_rank_table(r, steps) for r in runs.reports)
+    return tables + "".join(line + "\n" for line in findings_lines(runs.findings()))
+
+
+def findings_lines(found: Sequence[Finding]) -> list[str]:
+    """Each finding: what the numbers show, then what to do."""
+    if not found:
+        return []
+    lines = ["", "findings:"]
+    for f in found:
+        lines += [f"  - {Path(f.job).name}: {f.what}", f"    → {f.action}"]
+    return lines
 
 
 def _rank_table(r: RankReport, steps: StepSelection | None) -> str:
@@ -231,7 +243,7 @@ def _mb(value: float | None) -> str:
     return _fmt(None if value is None else value / 1e6, ",.1f")
 
 
-def compare(runs: Runs) -> str:
+def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
     rows = runs.scaling()
     head = [
         "strategy",
@@ -274,4 +286,5 @@ def compare(runs: Runs) -> str:
         )
     lines = aligned(cells, indent="", left_last=True)
     said = [f"! {Path(r.job).name}: {c}" for r in rows for c in r.caveats]
-    return "\n".join([*lines, "", *said, *([""] if said else []), _COMPARE_NOTE]) + "\n"
+    found = findings_lines(runs.findings(memory_budget_bytes))
+    return "\n".join([*lines, "", *said, *([""] if said else []), _COMPARE_NOTE, *found]) + "\n"

@@ -9,6 +9,7 @@ import polars as pl
 
 from traceview import __version__
 from traceview.analysis import Breakdown, RankReport
+from traceview.analysis.findings import Finding
 from traceview.cli.steps import StepSelection
 from traceview.loader import Job
 
@@ -91,3 +92,8 @@ def job_head(job: Job) -> dict[str, Any]:
         "traces": [str(r.trace) for r in job.ranks],
         "strategy": job.strategy,
     }
+
+
+def finding(f: Finding) -> dict[str, Any]:
+    """A finding as every format carries it (README "Findings")."""
+    return {"rule": f.rule, "job": f.job, "what": f.what, "action": f.action, "numbers": f.numbers}

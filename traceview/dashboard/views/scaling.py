@@ -17,6 +17,12 @@ if runs is not None and runs.height:
     base = str(data.root())
     for line in caveat_lines(jobs, root=base):
         st.warning(line)
+    found = guarded("Findings", jobs.findings)
+    if found:
+        st.subheader("Findings")
+        for f in found:
+            name = f.job.removeprefix(base).lstrip("/") or f.job
+            st.info(f"**{name}** · {f.what}  \n→ {f.action}")
     measured = scaling.filter(pl.col("efficiency").is_not_null()) if scaling.height else scaling
     if measured.height == 0:
         st.info(

@@ -1,0 +1,259 @@
+"""Findings: rules over a job's analysis that say, in plain words, what to change, each with the
+numbers it came from (README "Findings"). A rule that cannot be judged (no steps, no sizes, one
+rank) stays silent rather than guess."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from traceview.analysis.buckets import GRADIENT_COLLECTIVES
+from traceview.analysis.job import JobReport
+from traceview.analysis.scaling import ScalingRow
+from traceview.analysis.theory import model_state_bytes, run_precision
+from traceview.parse.run_record import RunRecord
+from traceview.strategies import STRATEGIES
+
+# Exposed communication matters from this share of the ranks' step time.
+MATERIAL_SHARE = 0.05
+# The backward tail: this share of the exposed gradient communication ends after backward.
+TAIL_SHARE = 0.5
+# ZeRO-3: all-gathers count as not overlapped when this share of their time is exposed.
+GATHER_EXPOSED_SHARE = 0.5
+# A straggler arrives last at this share of the matched collectives (at least 1.5 / ranks, so
+# that of two ranks one is not a straggler by chance), and the others wait this share of
+# their time in collectives for it.
+STRAGGLER_SHARE = 0.5
+STRAGGLER_WAIT_SHARE = 0.10
+
+GiB = 1 << 30
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    rule: str  # backward_tail, small_buckets, unhidden_gathers, straggler, noisy_steps, memory_fit
+    job: str
+    what: str  # what the numbers show
+    action: str  # what to do about it
+    numbers: dict[str, float | int | str] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return f"{self.what} → {self.action}"
+
+
+def _window_ns(job: JobReport) -> int:
+    """The ranks' time in profiler steps (whole traces where there are no steps)."""
+    total = 0
+    for r in job.ranks:
+        if r.steps:
+            total += sum(s.breakdown.window_ns for s in r.steps)
+        elif r.total is not None:
+            total += r.total.window_ns
+    return total
+
+
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 3)
+
+
+def backward_tail(job: JobReport, name: str) -> Finding | None:
+    """Exposed gradient communication that runs after the backward pass's compute ended: the
+    last buckets are launched too late to hide behind anything."""
+    rows = []
+    for r in job.ranks:
+        ends = {t.step: t.backward_end_ns for t in r.backward_tails}
+        if not ends or r.calls.height == 0:
+            continue
+        grads = r.calls.filter(
+            pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES)
+        ).filter(pl.col("step").is_in(list(ends)))
+        for step, end_ns, exposed in grads.select("step", "end_ns", "exposed_ns").iter_rows():
+            rows.append((exposed or 0, end_ns > ends[step]))
+    exposed = sum(e for e, _ in rows)
+    tail = sum(e for e, late in rows if late)
+    window = _window_ns(job)
+    if not window or exposed < MATERIAL_SHARE * window or tail < TAIL_SHARE * exposed:
+        return None
+    steps = sum(len(r.backward_tails) for r in job.ranks)
+    return Finding(
+        rule="backward_tail",
+        job=name,
+        what=(
+            f"{100 * tail / exposed:.0f}% of the exposed gradient communication runs after the "
+            f"backward pass ends ({_ms(tail / steps):,.1f} ms per rank and step, "
+            f"{100 * tail / window:.0f}% of the step time)"
+        ),
+        action=(
+            "the last gradient buckets start too late to hide: make them smaller "
+            "(a lower bucket_cap_mb) so they leave while backward still computes"
+        ),
+        numbers={
+            "tail_exposed_ms_per_step": _ms(tail / steps),
+            "tail_share_pct": round(100 * tail / exposed, 1),
+            "step_time_share_pct": round(100 * tail / window, 1),
+        },
+    )
+
+
+def small_buckets(job: JobReport, name: str) -> Finding | None:
+    """Gradient messages below the size at which the fitted α costs 10 % of the time."""
+    for fit in job.fits:
+        if fit.collective not in GRADIENT_COLLECTIVES or fit.confidence == "low":
+            continue
+        target, median = fit.size_for_90pct_bytes, fit.median_bytes
+        if target is None or median is None or median >= target:
+            continue
+        return Finding(
+            rule="small_buckets",
+            job=name,
+            what=(
+                f"{fit.collective} messages have a median of {median / 1e6:,.1f} MB; "
+                f"{target / 1e6:,.1f} MB or more reach 90% of the fitted bandwidth "
+                f"({fit.bandwidth_gbps or 0:,.2f} GB/s, α {fit.alpha_us or 0:,.0f} µs; "
+                f"confidence {fit.confidence})"
+            ),
+            action=f"larger buckets: bucket_cap_mb of about {target / 2**20:,.0f} or more",
+            numbers={
+                "median_mb": round(median / 1e6, 3),
+                "size_for_90pct_mb": round(target / 1e6, 3),
+                "bandwidth_gbps": round(fit.bandwidth_gbps or 0, 3),
+                "alpha_us": round(fit.alpha_us or 0, 1),
+                "confidence": fit.confidence,
+            },
+        )
+    return None
+
+
+def unhidden_gathers(job: JobReport, name: str, strategy: str | None) -> Finding | None:
+    """ZeRO-3's parameter all-gathers waited for instead of prefetched."""
+    if strategy != "zero3":
+        return None
+    gathers = job.calls.filter(pl.col("collective") == "all_gather")
+    total = int(gathers["dur_ns"].sum() or 0)
+    exposed = int(gathers["exposed_ns"].sum() or 0)
+    window = _window_ns(job)
+    if not total or not window:
+        return None
+    if exposed < GATHER_EXPOSED_SHARE * total or exposed < MATERIAL_SHARE * window:
+        return None
+    return Finding(
+        rule="unhidden_gathers",
+        job=name,
+        what=(
+            f"{100 * exposed / total:.0f}% of ZeRO-3's all-gather time is exposed "
+            f"({100 * exposed / window:.0f}% of the step time)"
+        ),
+        action=(
+            "prefetch the next module's parameters (FSDP2: set_modules_to_forward_prefetch / "
+            "set_modules_to_backward_prefetch), or keep them between forward and backward "
+            "(reshard_after_forward=False, ZeRO-2) if memory allows"
+        ),
+        numbers={
+            "gather_exposed_pct": round(100 * exposed / total, 1),
+            "step_time_share_pct": round(100 * exposed / window, 1),
+        },
+    )
+
+
+def straggler(job: JobReport, name: str) -> Finding | None:
+    """One rank arriving last at most collectives, and the others waiting for it."""
+    cross = job.cross_rank
+    if cross is None or not cross.aligned or cross.straggler is None or not cross.matched:
+        return None
+    n = len(cross.ranks)
+    late = next(a for a in cross.ranks if a.rank == cross.straggler)
+    share = late.last_arrivals / cross.matched
+    others = [a for a in cross.ranks if a.rank != late.rank]
+    wait = sum(a.wait_ns for a in others)
+    busy = sum(a.wait_ns + a.transfer_ns for a in others)
+    if share < max(STRAGGLER_SHARE, 1.5 / n) or not busy or wait < STRAGGLER_WAIT_SHARE * busy:
+        return None
+    skews = [s.longest_ns - s.shortest_ns for s in job.step_skew]
+    skew = sorted(skews)[len(skews) // 2] if skews else None
+    said_skew = f"; steps differ by {_ms(skew):,.1f} ms across ranks (median)" if skew else ""
+    return Finding(
+        rule="straggler",
+        job=name,
+        what=(
+            f"rank {late.rank} arrives last at {late.last_arrivals} of {cross.matched} "
+            f"collectives; the other ranks spend {100 * wait / busy:.0f}% of their collective "
+            f"time waiting for it{said_skew}"
+        ),
+        action=(
+            f"look at rank {late.rank}: its host, its data loading, its GPU's clocks and "
+            "temperature; the job runs at its pace"
+        ),
+        numbers={
+            "rank": late.rank,
+            "last_arrivals": late.last_arrivals,
+            "matched": cross.matched,
+            "others_wait_pct": round(100 * wait / busy, 1),
+            **({"median_step_skew_ms": _ms(skew)} if skew else {}),
+        },
+    )
+
+
+def job_findings(job: JobReport, name: str, strategy: str | None) -> list[Finding]:
+    found = [
+        backward_tail(job, name),
+        small_buckets(job, name),
+        unhidden_gathers(job, name, strategy),
+        straggler(job, name),
+    ]
+    return [f for f in found if f is not None]
+
+
+def noisy_steps(row: ScalingRow) -> Finding | None:
+    said = next((c for c in row.caveats if c.startswith("noisy")), None)
+    if said is None:
+        return None
+    return Finding(
+        rule="noisy_steps",
+        job=row.job,
+        what=f"step times are {said.removeprefix('noisy: ')}",
+        action=(
+            "its throughput and E(N) are not to be trusted: rerun on a quiet machine "
+            "(nothing else on its CPUs and GPUs), with more steps"
+        ),
+        numbers={
+            "min_s": round(row.step_seconds_min or 0, 4),
+            "max_s": round(row.step_seconds_max or 0, 4),
+        },
+    )
+
+
+def _size(n: float) -> str:
+    return f"{n / GiB:,.2f} GiB" if n >= GiB / 10 else f"{n / 2**20:,.1f} MiB"
+
+
+def memory_fit(record: RunRecord, name: str, budget_bytes: float) -> Finding | None:
+    """The least-sharded strategy whose model states (the ZeRO formula, Adam) fit the budget
+    per rank for the run's model at its DP degree; or the DP degree ZeRO-3 would need."""
+    precision = run_precision(record.config)
+    if precision is None:
+        return None
+    psi, n = record.num_params, record.world_size
+    need = {}
+    for strategy in STRATEGIES:  # least sharding first
+        states = model_state_bytes(strategy, psi, n, precision)
+        if states is not None:
+            need[strategy] = sum(states.values())
+    numbers: dict[str, float | int | str] = {f"{s}_bytes": round(b) for s, b in need.items()}
+    numbers |= {"budget_bytes": round(budget_bytes), "params": psi, "dp": n}
+    needs = ", ".join(f"{s} {_size(b)}" for s, b in need.items())
+    what = f"model states per rank for {psi:,} parameters ({precision}) at DP {n}: {needs}"
+    fits = [s for s, b in need.items() if b <= budget_bytes]
+    if fits:
+        action = f"{fits[0]} is the least sharding that fits {_size(budget_bytes)} per rank"
+    else:
+        zero3_total = need.get("zero3", 0) * n  # 16Ψ in fp32, shared by the ranks
+        action = (
+            f"none fits {_size(budget_bytes)} per rank at DP {n}; zero3 fits from DP "
+            f"{int(-(-zero3_total // budget_bytes))}"
+        )
+    return Finding(
+        rule="memory_fit", job=name, what=what, action=action + " (before activations)",
+        numbers=numbers,
+    )  # fmt: skip
