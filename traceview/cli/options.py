@@ -13,7 +13,7 @@ from traceview.cli.output import refuse_inputs, write_output
 from traceview.cli.progress import Progress
 from traceview.cli.reporters import FORMATS
 from traceview.cli.say import say
-from traceview.cli.steps import parse_steps
+from traceview.cli.steps import StepSelection, parse_steps
 from traceview.errors import (
     A_BUG,
     A_BUG_DEBUG,
@@ -87,6 +87,16 @@ def add_step_filter(p: argparse.ArgumentParser) -> None:
         type=parse_steps,
         help="only these profiler steps, e.g. 3,5-7 (totals still cover the whole trace)",
     )
+
+
+def warn_missing_steps(steps: StepSelection | None, runs: Runs) -> None:
+    """--steps naming steps no trace has: said, with the steps there are."""
+    if steps is None:
+        return
+    have = sorted({s.step for r in runs.reports for s in r.steps})
+    if not any(step in steps for step in have):
+        there = f"steps {have[0]}–{have[-1]}" if have else "no profiler steps"
+        say("warning", f"--steps {steps}: no such step in the traces ({there})")
 
 
 def positive_int(text: str) -> int:

@@ -19,6 +19,9 @@ class StepSelection:
     def __contains__(self, step: object) -> bool:
         return isinstance(step, int) and any(lo <= step <= hi for lo, hi in self.ranges)
 
+    def __str__(self) -> str:
+        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.ranges)
+
     def expr(self, column: str) -> pl.Expr:
         """True for rows whose `column` is a selected step."""
         inside = [pl.col(column).is_between(lo, hi) for lo, hi in self.ranges]

@@ -17,9 +17,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     options.add_inputs(p)
     options.add_step_filter(p)
+    p.add_argument(
+        "--per-rank",
+        action="store_true",
+        help="each rank's table of steps too (a job of several ranks leads with its ranks side "
+        "by side: min, median, max and the worst rank per metric)",
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
-    return options.finish(reporter(args.format).analyze(runs, args.steps), args, runs)
+    options.warn_missing_steps(args.steps, runs)
+    text = reporter(args.format).analyze(runs, args.steps, args.per_rank)
+    return options.finish(text, args, runs)

@@ -37,7 +37,7 @@ def _write(table: pl.DataFrame) -> str:
     return table.with_columns(cs.float().round(6)).write_csv()
 
 
-def analyze(runs: Runs, steps: StepSelection | None) -> str:
+def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> str:
     """One row per rank and step (the first, "before_first_step", for kernels launched before
     the profiling window), then one row per rank with step "total"."""
     buf = io.StringIO()

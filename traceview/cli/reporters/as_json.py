@@ -12,6 +12,7 @@ from traceview.analysis.breakdown import METRICS
 from traceview.analysis.cross_rank import RankAlignment
 from traceview.analysis.exposure import exposure_by_step
 from traceview.analysis.fits import AlphaBetaFit
+from traceview.analysis.spread import rank_spread
 from traceview.cli.reporters.common import call_rows, envelope, finding, job_head, us
 from traceview.cli.steps import StepSelection
 from traceview.loader import Job, Runs
@@ -30,15 +31,31 @@ def breakdown(b: Breakdown) -> dict[str, Any]:
 # -- analyze -------------------------------------------------------------------------------
 
 
-def analyze(runs: Runs, steps: StepSelection | None) -> str:
+def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> str:
     return _dump(
         envelope(
             "analyze",
             ranks=[_rank(r, steps) for r in runs.reports],
+            jobs=[_spread(job, steps) for job in runs.jobs],
             findings=[finding(f) for f in runs.findings()],
             errors=[{"path": str(f.path), "message": f.message} for f in runs.failures],
         )
     )
+
+
+def _spread(job: Job, steps: StepSelection | None) -> dict[str, Any]:
+    """The job's ranks side by side: per metric min, median, max (µs; overlap in %) and the
+    rank at the worse end."""
+    spread = {}
+    for s in rank_spread(job.ranks, None if steps is None else steps.__contains__):
+        key = "overlap_pct" if s.metric == "overlap_pct" else f"{s.metric}_us"
+        per = 1 if s.metric == "overlap_pct" else 1000  # ns -> µs, exactly
+        spread[key] = {
+            **{k: None if v is None else v / per for k, v in
+               (("min", s.min), ("median", s.median), ("max", s.max))},
+            "worst_rank": s.worst_rank,
+        }  # fmt: skip
+    return {"job": job.name, "ranks": len(job.ranks), "spread": spread}
 
 
 def _rank(r: RankReport, steps: StepSelection | None) -> dict[str, Any]:

@@ -12,19 +12,26 @@ from traceview.analysis import Breakdown, RankReport
 from traceview.analysis.breakdown import METRICS
 from traceview.analysis.exposure import exposure_by_step
 from traceview.analysis.findings import Finding
+from traceview.analysis.spread import rank_spread
 from traceview.cli.reporters.common import PARTIAL, call_rows, rank_rows
 from traceview.cli.steps import StepSelection
 from traceview.loader import Job, Runs
 
 
 def aligned(
-    rows: Sequence[Sequence[str]], indent: str = "  ", left_last: bool = False
+    rows: Sequence[Sequence[str]],
+    indent: str = "  ",
+    left_last: bool = False,
+    left_first: bool = False,
 ) -> list[str]:
-    """Right-align every column (the last one left-aligned if asked), two spaces apart."""
+    """Right-align every column (the first and the last left-aligned if asked), two spaces
+    apart."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = []
     for row in rows:
         cells = [c.rjust(w) for c, w in zip(row, widths, strict=True)]
+        if left_first:
+            cells[0] = row[0].ljust(widths[0])
         if left_last:
             cells[-1] = row[-1]
         out.append(indent + "  ".join(cells))
@@ -46,9 +53,53 @@ _STEP_HEAD = (
 )
 
 
-def analyze(runs: Runs, steps: StepSelection | None) -> str:
-    tables = "\n".join(_rank_table(r, steps) for r in runs.reports)
-    return tables + "".join(line + "\n" for line in findings_lines(runs.findings()))
+def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> str:
+    """A job of several ranks leads with its ranks side by side; each rank's own table for a
+    job of one rank, or when asked (`per_rank`)."""
+    parts = []
+    for job in runs.jobs:
+        if len(job.ranks) > 1:
+            parts.append(_spread_table(job, steps, per_rank))
+        if len(job.ranks) == 1 or per_rank:
+            parts += [_rank_table(r, steps) for r in job.ranks]
+    return "\n".join(parts) + "".join(line + "\n" for line in findings_lines(runs.findings()))
+
+
+# The step table's column names, a metric per row.
+_SPREAD_NAMES = dict(zip(METRICS, _STEP_HEAD[1:], strict=False))
+
+
+def _spread_table(job: Job, steps: StepSelection | None, per_rank: bool) -> str:
+    ranks = job.ranks
+    backends = {r.backend for r in ranks if r.backend} or {"backend unknown"}
+    over = "whole traces" if steps is None else f"steps {steps}"
+    lines = [
+        f"{job.name} · {len(ranks)} ranks · {', '.join(sorted(backends))} · {ranks[0].mode} · "
+        f"{over}"
+    ]
+    cells = [["", "min", "median", "max", "worst rank"]]
+    for s in rank_spread(ranks, None if steps is None else steps.__contains__):
+        if s.metric == "overlap_pct":
+            name, fmt = "overlap %", (lambda v: f"{v:.1f}")
+        else:
+            name, fmt = _SPREAD_NAMES[s.metric], (lambda v: f"{v / 1e6:,.3f}")
+        if s.ranks == 0:
+            cells.append([name, "unknown", "unknown", "unknown", "-"])
+            continue
+        assert s.min is not None and s.median is not None and s.max is not None
+        worst = "-" if s.worst_rank is None or s.min == s.max else str(s.worst_rank)
+        cells.append([name, fmt(s.min), fmt(s.median), fmt(s.max), worst])
+    lines += aligned(cells, left_first=True)
+    said: dict[str, list[str]] = {}
+    for r in ranks:
+        for n in r.notes:
+            if n.caveat or n.lossy:
+                said.setdefault(n.message, []).append(str(r.rank))
+    for message, who in said.items():
+        lines.append(f"  caveat (ranks {', '.join(who)}): {message}")
+    if not per_rank:
+        lines.append("  each rank's steps: --per-rank")
+    return "\n".join(lines) + "\n"
 
 
 def findings_lines(found: Sequence[Finding]) -> list[str]:
@@ -116,13 +167,13 @@ def collectives(runs: Runs, steps: StepSelection | None) -> str:
         lines += _call_lines(table) if table.height else ["  no collective calls"]
         chosen = job.calls if steps is None else job.calls.filter(steps.expr("step"))
         for e in exposure_by_step(chosen):
-            worst = ", ".join(f"{c.name} {c.exposed_ns / 1e6:,.3f} ms" for c in e.calls[:3])
+            worst = ", ".join(f"{c.name} {c.exposed_ns / 1e3:,.1f} µs" for c in e.calls[:3])
             lines.append(f"  rank {e.rank} step {e.step}: most exposed: {worst}")
         for r in job.ranks:
             for t in r.backward_tails:
                 if steps is None or t.step in steps:
                     lines.append(
-                        f"  rank {r.rank} step {t.step}: backward tail {t.tail_ns / 1e6:,.3f} ms "
+                        f"  rank {r.rank} step {t.step}: backward tail {t.tail_ns / 1e3:,.1f} µs "
                         "(end of backward compute -> end of the last gradient collective)"
                     )
         if job.cross_rank is not None and not job.cross_rank.aligned:
