@@ -123,3 +123,30 @@ def _check_page(page, url: str, title: str, charts: int) -> None:
         page.wait_for_selector("[data-testid='stDataFrame']", timeout=WAIT_MS)
     assert page.locator("[data-testid='stException']").count() == 0
     page.wait_for_timeout(500)
+
+
+@pytest.mark.slow
+def test_the_report_draws_every_chart_offline(tmp_path):
+    from tests.cli.run_cli import traceview
+
+    report = tmp_path / "report.html"
+    sweep = ROOT / "sample_traces" / "cpu_sweep"
+    done = traceview("report", sweep / "ddp-dp2", sweep / "zero3-dp4", "-o", report)
+    assert done.code == 0, done.err
+    charts = report.read_text().count('class="chart"')
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        requests: list[str] = []
+        page.on("request", lambda r: requests.append(r.url))
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(report.as_uri())
+        page.wait_for_function(
+            f"document.querySelectorAll('.chart svg, .chart canvas').length >= {charts}",
+            timeout=WAIT_MS,
+        )
+        # Every chart fits the page's width: no horizontal scrolling on a laptop screen.
+        assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+        browser.close()
+    assert errors == [] and [u for u in requests if not u.startswith("file:")] == []

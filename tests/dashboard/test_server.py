@@ -82,3 +82,38 @@ def test_stopping_the_dashboard_stops_its_server(tmp_path, stop):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         cli.wait(timeout=30)
+
+
+def _listening(port: int) -> set[str]:
+    """The local addresses (hex, as /proc/net/tcp* write them) listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, hex_port = local.rsplit(":", 1)
+                if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                    found.add(address)
+    return found
+
+
+@pytest.mark.slow
+def test_streamlit_run_as_documented_binds_localhost_and_sends_no_statistics(tmp_path):
+    port = _free_port()
+    log = tmp_path / "streamlit.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "traceview/dashboard/app.py",
+             "--server.port", str(port), "--", "sample_traces"],
+            cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while not _healthy(port):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        assert _listening(port) == {"0100007F"}  # 127.0.0.1 only
+        assert "usage statistics" not in log.read_text().lower()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -53,6 +53,14 @@ class RankReport:
         return any(n.lossy for n in self.notes)
 
 
+def keeps(keep_intervals: bool | int, rank: int | None) -> bool:
+    """Whether a rank's intervals are kept: all, none, or those of ranks below a number (and
+    of a rank that does not say)."""
+    if isinstance(keep_intervals, bool):
+        return keep_intervals
+    return rank is None or rank < keep_intervals
+
+
 def rank_report(trace: Trace, timeline: Timeline, *, keep_intervals: bool = False) -> RankReport:
     """Everything one rank's trace tells, measured on its timeline. `trace` need not hold its
     events any more: only its description is read."""

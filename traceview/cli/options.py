@@ -129,7 +129,7 @@ def _regex_reason(message: str) -> str:
     return first.removeprefix("regex error: ").rstrip(".") or "not a valid pattern"
 
 
-def load(args: argparse.Namespace, *, keep_intervals: bool = False) -> Runs:
+def load(args: argparse.Namespace, *, keep_intervals: bool | int = False) -> Runs:
     """The runs the command's paths name, with progress on stderr; an --output that is one of
     the inputs is refused before any work."""
     if args.jobs is not None and args.jobs < 1:

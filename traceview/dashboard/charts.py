@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import altair as alt
 import polars as pl
 
@@ -17,9 +19,9 @@ PART_COLORS = alt.Scale(
 )
 
 
-def _top(frame: pl.DataFrame, column: str) -> float:
+def _top(frame: pl.DataFrame | None, column: str) -> float:
     """A little above the column's largest value (0 when there is none)."""
-    top = frame[column].max() if frame.height else None
+    top = frame[column].max() if frame is not None and frame.height else None
     return 1.05 * float(top) if isinstance(top, int | float) else 0.0
 
 
@@ -34,6 +36,11 @@ def caveats_chart(lines: list[str], title: str = "Caveats") -> AnyChart:
     )
 
 
+def _efficiency_top(scaling: pl.DataFrame, predicted: pl.DataFrame | None) -> float:
+    """The axis fits every point, measured or predicted: E(N) above 1 (flagged) stays visible."""
+    return max(1.1, _top(scaling, "efficiency"), _top(predicted, "efficiency"))
+
+
 def efficiency_chart(scaling: pl.DataFrame, predicted: pl.DataFrame | None = None) -> AnyChart:
     measured = (
         alt.Chart(scaling)
@@ -43,7 +50,7 @@ def efficiency_chart(scaling: pl.DataFrame, predicted: pl.DataFrame | None = Non
             y=alt.Y(
                 "efficiency:Q",
                 title="weak-scaling efficiency E(N)",
-                scale=alt.Scale(domain=[0, max(1.1, _top(scaling, "efficiency"))]),
+                scale=alt.Scale(domain=[0, _efficiency_top(scaling, predicted)]),
             ),
             color=alt.Color("strategy:N"),
             tooltip=[
@@ -150,6 +157,7 @@ def timeline_chart(frame: pl.DataFrame) -> AnyChart:
                 alt.Tooltip("end_ms:Q", format=",.3f"),
             ],
         )
+        .resolve_scale(y="independent")  # each rank's panel lists its own lanes only
         .interactive(bind_y=False)
     )
 
@@ -195,13 +203,32 @@ def bucket_timeline_chart(calls: pl.DataFrame) -> AnyChart:
     return alt.layer(waiting, running).properties(title="Ready (dashed) → start → end")
 
 
+def _decades(values: pl.Series) -> list[float]:
+    """Ticks of a log axis: the powers of ten the values span (labelled 0.01, 0.1, 1, 10)."""
+    positive = values.drop_nulls().filter(values.drop_nulls() > 0)
+    if positive.len() == 0:
+        return [1.0]
+    low = math.floor(math.log10(float(positive.min())))  # type: ignore[arg-type]
+    high = math.ceil(math.log10(float(positive.max())))  # type: ignore[arg-type]
+    return [10.0**k for k in range(low, max(high, low + 1) + 1)]
+
+
+def _log_axis(calls: pl.DataFrame, column: str, title: str) -> dict[str, object]:
+    ticks = _decades(calls[column])
+    return {
+        "title": title,
+        "scale": alt.Scale(type="log", domain=[ticks[0], ticks[-1]]),
+        "axis": alt.Axis(values=ticks, format="~g", grid=True),
+    }
+
+
 def size_vs_duration_chart(calls: pl.DataFrame) -> AnyChart:
     return (
         alt.Chart(calls)
         .mark_circle(size=60)
         .encode(
-            x=alt.X("mb:Q", title="message MB", scale=alt.Scale(type="log")),
-            y=alt.Y("duration_ms:Q", title="duration ms", scale=alt.Scale(type="log")),
+            x=alt.X("mb:Q", **_log_axis(calls, "mb", "message MB")),  # type: ignore[arg-type]
+            y=alt.Y("duration_ms:Q", **_log_axis(calls, "duration_ms", "duration ms")),  # type: ignore[arg-type]
             color="collective:N",
             tooltip=[
                 "rank",

@@ -43,6 +43,40 @@ def scaling_frame(runs: Runs) -> pl.DataFrame:
     )
 
 
+# The scaling table as people read it: column (label with its unit, number format).
+SCALING_COLUMNS = {
+    "job": ("run", None),
+    "strategy": ("strategy", None),
+    "dp": ("DP", "{:d}"),
+    "step_seconds": ("step s (median)", "{:.3f}"),
+    "step_seconds_min": ("step s min", "{:.3f}"),
+    "step_seconds_max": ("step s max", "{:.3f}"),
+    "samples_per_s": ("samples/s", "{:,.1f}"),
+    "tokens_per_s": ("tokens/s", "{:,.0f}"),
+    "efficiency": ("E(N)", "{:.2f}"),
+    "exposed_comm_fraction": ("exposed comm %", "{:.1%}"),
+    "comm_volume_psi": ("volume Ψ", "{:.2f}"),
+    "comm_volume_theory_psi": ("volume Ψ theory", "{:.2f}"),
+    "model_state_bytes": ("model states MB", "{:,.1f}"),
+    "model_state_theory_bytes": ("theory MB", "{:,.1f}"),
+    "caveats": ("caveats", None),
+}
+
+
+def readable(frame: pl.DataFrame, columns: dict[str, tuple[str, str | None]]) -> pl.DataFrame:
+    """The columns named as people read them, numbers formatted, unknowns '–' (not None);
+    byte columns in MB."""
+    out = {}
+    for name, (label, fmt) in columns.items():
+        if name not in frame.columns:
+            continue
+        values = frame[name].to_list()
+        if name.endswith("_bytes"):
+            values = [None if v is None else v / 1e6 for v in values]
+        out[label] = ["–" if v is None else (fmt.format(v) if fmt else str(v)) for v in values]
+    return pl.DataFrame(out, schema=dict.fromkeys(out, pl.String))
+
+
 def prediction_frame(runs: Runs) -> pl.DataFrame | None:
     """strategy, dp, step_seconds, efficiency of the what-if (traceview.Prediction); None when
     there is nothing to predict from."""

@@ -1,12 +1,22 @@
-"""The dashboard's charts as one static HTML page, with the charting scripts inline: for
-clusters where no server port can be opened and no CDN reached (`traceview report`)."""
+"""`traceview report`: one self-contained HTML document to send — a title, contents, a summary
+table across runs with units and noise flags, findings, caveats, the scaling charts, and per run
+its overlap per rank and step, its most exposed collectives, one step's timeline and its memory
+beside the theory. The charting scripts are inline: it opens with no server and no network."""
 
 from __future__ import annotations
 
+import datetime
+import html
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
 import altair as alt
 import polars as pl
+from altair.utils._importers import vl_version_for_vl_convert
 
-from traceview import Runs
+from traceview import Job, Runs, ScalingRow, __version__
 from traceview.dashboard import charts
 from traceview.dashboard.frames import (
     calls_frame,
@@ -15,44 +25,276 @@ from traceview.dashboard.frames import (
     overlap_frame,
     prediction_frame,
     scaling_frame,
+    timeline_frame,
 )
 
+CHART_WIDTH = 760  # px: fits a laptop screen beside the page's margins
+TIMELINE_RANKS = 4  # the first ranks of a job drawn in its step timeline
+FACET_RANKS = 8  # the first ranks drawn side by side (every rank: `analyze --per-rank`)
+MOST_EXPOSED = 8
 
-def report_chart(runs: Runs) -> alt.VConcatChart:
-    sections: list[charts.AnyChart] = []
+_STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; padding: 0 1em;
+       color: #222; line-height: 1.45; }
+h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em;
+margin-top: 2em; } table { border-collapse: collapse; font-size: 0.88em; margin: 0.8em 0; }
+th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #eee; text-align: right;
+         white-space: nowrap; }
+th { background: #f6f6f6; white-space: normal; } td.name, th.name { text-align: left; }
+td.wrap { white-space: normal; text-align: left; min-width: 14em; }
+.meta { color: #666; } .flag { color: #b22222; } .finding { margin: 0.5em 0; }
+nav ol { columns: 2; } .chart { margin: 0.5em 0 1.5em; }
+"""
+
+
+@dataclass
+class _Doc:
+    """The document as it is written: HTML parts, and the charts to embed by id."""
+
+    parts: list[str] = field(default_factory=list)
+    specs: list[dict[str, object]] = field(default_factory=list)
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+
+    def chart(self, chart: alt.TopLevelMixin) -> None:
+        self.add(f'<div class="chart" id="chart{len(self.specs)}"></div>')
+        # The data is inline in the file: no row limit (the timeline is bounded upstream).
+        with alt.data_transformers.enable("default", max_rows=None):
+            self.specs.append(chart.to_dict())
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _names(runs: Runs) -> dict[str, str]:
+    """Each run's name relative to what the runs share (a sweep's run: 'ddp-dp2')."""
+    full = [job.name for job in runs.jobs]
+    if len(full) == 1:
+        return {full[0]: Path(full[0]).name}
+    base = os.path.commonpath([os.path.abspath(n) for n in full])
+    return {n: os.path.relpath(os.path.abspath(n), base) for n in full}
+
+
+def _anchor(i: int) -> str:
+    return f"run-{i}"
+
+
+def _table(head: list[str], rows: list[list[str]], names: int = 1, wrap_last: bool = False) -> str:
+    """An HTML table; the first `names` columns are text, the rest numbers (the last one text
+    that wraps, if asked)."""
+
+    def cell(tag: str, i: int, text: str) -> str:
+        cls = ' class="name"' if i < names else ""
+        if wrap_last and i == len(head) - 1:
+            cls = ' class="wrap"'
+        return f"<{tag}{cls}>{text}</{tag}>"
+
+    out = ["<table><tr>" + "".join(cell("th", i, _e(h)) for i, h in enumerate(head)) + "</tr>"]
+    out += ["<tr>" + "".join(cell("td", i, c) for i, c in enumerate(r)) + "</tr>" for r in rows]
+    return "\n".join(out) + "</table>"
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def _summary_rows(rows: list[ScalingRow], names: dict[str, str], anchors: dict[str, str]):
+    out = []
+    for r in rows:
+        spread = (
+            f"{_num(r.step_seconds, '.3f')} ({r.step_seconds_min:.3f}–{r.step_seconds_max:.3f})"
+            if r.step_seconds_min is not None and r.step_seconds_max is not None
+            else _num(r.step_seconds, ".3f")
+        )
+        flags = "; ".join(r.caveats)
+        link = f'<a href="#{anchors[r.job]}">{_e(names.get(r.job, r.job))}</a>'
+        out.append(
+            [
+                link,
+                _e(r.strategy),
+                _num(r.dp, "d"),
+                spread,
+                _num(r.samples_per_s, ",.1f"),
+                _num(r.efficiency, ".2f"),
+                _num(_scaled(r.exposed_comm_fraction, 100), ".1f"),
+                f"{_num(r.comm_volume_psi, '.2f')} ({_num(r.comm_volume_theory_psi, '.0f')})",
+                f"{_num(_scaled(r.model_state_bytes, 1e-6), ',.1f')} "
+                f"({_num(_scaled(r.model_state_theory_bytes, 1e-6), ',.1f')})",
+                f'<span class="flag">{_e(flags)}</span>' if flags else "",
+            ]
+        )  # fmt: skip
+    return out
+
+
+_SUMMARY_HEAD = [
+    "run", "strategy", "DP", "step s (min–max)", "samples/s", "E(N)", "exposed comm %",
+    "volume Ψ (theory)", "model states MB (theory)", "noise and caveats",
+]  # fmt: skip
+
+
+def _most_exposed(job: Job) -> str:
+    calls = calls_frame(job)
+    if calls.height == 0 or calls["exposed_ns"].sum() == 0:
+        return "<p>No collective left exposed.</p>"
+    total = calls["exposed_ns"].sum()
+    top = (
+        calls.group_by("label")
+        .agg(
+            calls=pl.len(),
+            exposed_ms=pl.col("exposed_ns").sum() / 1e6,
+            mb=pl.col("bytes").median() / 1e6,
+        )
+        .sort("exposed_ms", descending=True)
+        .head(MOST_EXPOSED)
+    )
+    rows = [
+        [_e(label), str(n), f"{ms:,.3f}", f"{100 * ms * 1e6 / total:.1f}", _num(mb, ",.2f")]
+        for label, n, ms, mb in top.select("label", "calls", "exposed_ms", "mb").iter_rows()
+    ]
+    head = ["bucket, module or collective", "calls", "exposed ms", "% of exposed", "median MB"]
+    return _table(head, rows)
+
+
+def _timeline(doc: _Doc, job: Job) -> None:
+    steps = sorted({s.step for r in job.ranks for s in r.steps})
+    kept = [r for r in job.ranks if r.intervals is not None][:TIMELINE_RANKS]
+    if not steps:
+        doc.add("<p>No profiler steps to draw.</p>")
+        return
+    if not kept:
+        doc.add("<p>Timeline left out (the report was made without the intervals).</p>")
+        return
+    step = steps[len(steps) // 2]
+    shown = Job(folder=job.folder, ranks=tuple(kept))
+    frame, merged = timeline_frame(shown, step)
+    ranks = ", ".join(str(r.rank) for r in kept)
+    more = (
+        f" (the first {len(kept)} of {len(job.ranks)} ranks)" if len(kept) < len(job.ranks) else ""
+    )
+    doc.add(f"<p class=meta>Step {step}, ranks {_e(ranks)}{more}.")
+    if merged:
+        doc.add(" Touching intervals of each lane merged: `traceview export` has them all.")
+    doc.add("</p>")
+    doc.chart(charts.timeline_chart(frame).properties(width=CHART_WIDTH - 120))
+
+
+def _first_ranks(frame: pl.DataFrame, doc: _Doc, ranks: int) -> pl.DataFrame:
+    """A per-rank frame cut to the first FACET_RANKS ranks, said when it is cut."""
+    if ranks <= FACET_RANKS or frame.height == 0:
+        return frame
+    first = sorted(frame["rank"].drop_nulls().unique().to_list())[:FACET_RANKS]
+    doc.add(f"<p class=meta>The first {FACET_RANKS} of {ranks} ranks; every rank's numbers: "
+            "<code>traceview analyze --per-rank</code>.</p>")  # fmt: skip
+    return frame.filter(pl.col("rank").is_in(first))
+
+
+def _facet_width(frame: pl.DataFrame) -> int:
+    """Each rank's panel as wide as lets every panel fit the page."""
+    ranks = max(1, frame["rank"].n_unique())
+    return max(100, min(CHART_WIDTH // 2, (CHART_WIDTH - 60) // ranks - 20))
+
+
+def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
+    doc.add(f'<h2 id="{_anchor(i)}">{_e(name)}</h2>')
+    first = job.ranks[0]
+    said = [job.strategy or "strategy unknown", f"{len(job.ranks)} rank trace(s)",
+            first.backend or "backend unknown", first.mode]  # fmt: skip
+    doc.add(f"<p class=meta>{_e(' · '.join(said))} · {_e(job.name)}</p>")
+    overlap = _first_ranks(overlap_frame(job), doc, len(job.ranks))
+    doc.add("<h3>Overlap per rank and step</h3>")
+    if overlap.height:
+        doc.chart(charts.overlap_chart(overlap).properties(width=_facet_width(overlap)))
+    else:
+        doc.add("<p>No profiler steps.</p>")
+    doc.add("<h3>Most exposed collectives</h3>")
+    doc.add(_most_exposed(job))
+    doc.add("<h3>One step's timeline</h3>")
+    _timeline(doc, job)
+    memory = memory_frame(job)
+    if memory.height:
+        doc.add("<h3>Model states beside the ZeRO theory</h3>")
+        memory = _first_ranks(memory, doc, memory["rank"].n_unique())
+        doc.chart(charts.memory_chart(memory).properties(width=_facet_width(memory)))
+    calls = calls_frame(job)
+    if calls.height and calls["mb"].drop_nulls().len():
+        doc.add("<h3>Collectives: size and duration</h3>")
+        doc.chart(charts.size_vs_duration_chart(calls).properties(width=CHART_WIDTH))
+
+
+def report_html(runs: Runs, title: str = "traceview report") -> str:
+    doc = _Doc()
+    names = _names(runs)
+    anchors = {job.name: _anchor(i) for i, job in enumerate(runs.jobs)}
+    rows = runs.scaling()
+    found = runs.findings()
+    caveats = caveat_lines(runs)
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    traces = sum(len(j.ranks) for j in runs.jobs)
+    doc.add(f"<h1>{_e(title)}</h1>")
+    doc.add(f"<p class=meta>{len(runs.jobs)} run(s), {traces} rank trace(s) · traceview "
+            f"{_e(__version__)} · {when}</p>")  # fmt: skip
+    contents = ['<a href="#summary">Summary</a>', '<a href="#findings">Findings</a>']
+    contents += ['<a href="#caveats">Caveats</a>'] if caveats else []
+    contents += ['<a href="#scaling">Scaling</a>']
+    contents += [
+        f'<a href="#{_anchor(i)}">{_e(names[j.name])}</a>' for i, j in enumerate(runs.jobs)
+    ]
+    doc.add(
+        "<nav><h2>Contents</h2><ol>" + "".join(f"<li>{c}</li>" for c in contents) + "</ol></nav>"
+    )
+    doc.add('<h2 id="summary">Summary</h2>')
+    doc.add(_table(_SUMMARY_HEAD, _summary_rows(rows, names, anchors), names=2, wrap_last=True))
+    doc.add(
+        "<p class=meta>step s: the median measured step (min–max); E(N) against the same "
+        "strategy's DP-1 run; exposed comm: exposed communication ÷ step window over ranks and "
+        "steps; volume in Ψ fp32 elements per rank and step; model states: the largest rank, "
+        "the ZeRO formula in brackets (README “Metric definitions”).</p>"
+    )
+    doc.add('<h2 id="findings">Findings</h2>')
+    if found:
+        doc.add("".join(
+            f'<div class="finding"><b>{_e(names.get(f.job, Path(f.job).name))}</b>: '
+            f"{_e(f.what)}<br>→ {_e(f.action)}</div>" for f in found
+        ))  # fmt: skip
+    else:
+        doc.add("<p>None: no rule found anything to change (README “Findings”).</p>")
+    if caveats:
+        doc.add('<h2 id="caveats">Caveats</h2><ul class="flag">')
+        doc.add("".join(f"<li>{_e(line)}</li>" for line in caveats) + "</ul>")
+    doc.add('<h2 id="scaling">Scaling</h2>')
     scaling = scaling_frame(runs)
     measured = scaling.filter(pl.col("efficiency").is_not_null()) if scaling.height else scaling
     if measured.height:
-        sections += [
-            charts.efficiency_chart(measured, prediction_frame(runs)),
-            charts.throughput_chart(measured),
-            charts.exposed_chart(scaling),
-        ]
-    caveats = caveat_lines(runs)
-    if caveats:
-        sections.append(charts.caveats_chart(caveats, "Caveats"))
-    for job in runs.jobs:
-        overlap = overlap_frame(job)
-        if overlap.height:
-            sections.append(charts.overlap_chart(overlap).properties(title=f"Overlap · {job.name}"))
-        calls = calls_frame(job)
-        if calls.height:
-            sections.append(
-                charts.size_vs_duration_chart(calls).properties(title=f"Collectives · {job.name}")
-            )
-        memory = memory_frame(job)
-        if memory.height:
-            sections.append(
-                charts.memory_chart(memory).properties(title=f"Model states · {job.name}")
-            )
-    # Each chart keeps its own scales and legend: strategies, parts and sources are not one domain.
-    return (
-        alt.vconcat(*sections)
-        .resolve_scale(color="independent", x="independent", y="independent")
-        .resolve_legend(color="independent")
-        .properties(title="traceview report")
+        doc.chart(
+            charts.efficiency_chart(measured, prediction_frame(runs)).properties(width=CHART_WIDTH)
+        )
+        doc.chart(charts.throughput_chart(measured).properties(width=CHART_WIDTH))
+        doc.chart(charts.exposed_chart(scaling).properties(width=CHART_WIDTH))
+    else:
+        doc.add("<p>Efficiency needs a DP-1 run of the same strategy beside the larger ones.</p>")
+    for i, job in enumerate(runs.jobs):
+        _run_section(doc, i, job, names[job.name])
+    return _page(doc, title)
+
+
+def _page(doc: _Doc, title: str) -> str:
+    import vl_convert
+
+    bundle = vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())  # type: ignore[call-arg]
+    embeds = "\n".join(
+        f"vegaEmbed('#chart{i}', {json.dumps(spec)}, {{actions: false}}).catch(console.error);"
+        for i, spec in enumerate(doc.specs)
     )
-
-
-def report_html(runs: Runs) -> str:
-    return report_chart(runs).to_html(inline=True)
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{_e(title)}</title><style>{_STYLE}</style>"
+        f'<script type="text/javascript">{bundle}</script></head>\n<body>\n'
+        + "\n".join(doc.parts)
+        + f'\n<script type="text/javascript">\n{embeds}\n</script>\n</body></html>\n'
+    )

@@ -150,7 +150,7 @@ def load_runs(
     paths: Sequence[str | Path],
     *,
     comm_pattern: str | None = None,
-    keep_intervals: bool = False,
+    keep_intervals: bool | int = False,
     max_event_bytes: int | None = None,
     jobs: int | None = None,
     within: Path | None = None,

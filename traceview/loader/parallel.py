@@ -39,7 +39,7 @@ class Options:
     """What every trace of one load is analysed with (load/rank.py analyze_trace)."""
 
     comm_pattern: str | None = None
-    keep_intervals: bool = False
+    keep_intervals: bool | int = False  # a number N: for ranks below N only
     max_event_bytes: int = MAX_EVENT_BYTES
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from traceview.analysis.rank import RankReport, rank_report
+from traceview.analysis.rank import RankReport, keeps, rank_report
 from traceview.model import build_timeline
 from traceview.parse import read_trace
 from traceview.parse.source import ProgressFn
@@ -17,13 +17,14 @@ def analyze_trace(
     *,
     comm_pattern: str | None = None,
     progress: ProgressFn | None = None,
-    keep_intervals: bool = False,
+    keep_intervals: bool | int = False,
     max_event_bytes: int = MAX_EVENT_BYTES,
 ) -> RankReport:
     """`comm_pattern`: more names to count as communication; `keep_intervals`: keep the model
-    in the report (timelines, export); `max_event_bytes`: the longest event read."""
+    in the report (timelines, export) — a number N: only for ranks below N (and unnamed ones);
+    `max_event_bytes`: the longest event read."""
     trace = read_trace(path, progress, max_event_bytes)
     timeline = build_timeline(trace, comm_pattern)
     # The events are all in the timeline now: let them go before the measuring starts.
     trace = replace(trace, events=trace.events.clear())
-    return rank_report(trace, timeline, keep_intervals=keep_intervals)
+    return rank_report(trace, timeline, keep_intervals=keeps(keep_intervals, trace.meta.rank))

@@ -18,7 +18,7 @@ import polars as pl
 from traceview import __version__
 from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.calls import CALLS_SCHEMA
-from traceview.analysis.rank import RankReport
+from traceview.analysis.rank import RankReport, keeps
 from traceview.analysis.windows import StepBreakdown
 from traceview.errors import TraceviewError
 from traceview.model import INTERVALS_SCHEMA
@@ -179,7 +179,7 @@ def check_pattern(stored: Stored, folder: Path, comm_pattern: str | None) -> Non
 
 
 def read_partition(
-    folder: Path, *, keep_intervals: bool = False, comm_pattern: str | None = None
+    folder: Path, *, keep_intervals: bool | int = False, comm_pattern: str | None = None
 ) -> RankReport:
     """The rank's report as it was measured when its trace was ingested."""
     stored = read_stored(folder)
@@ -202,6 +202,6 @@ def read_partition(
         ),
         calls=_table(folder, "calls", calls_schema, summary.rank),
         intervals=_table(folder, "intervals", INTERVALS_SCHEMA, summary.rank)
-        if keep_intervals
+        if keeps(keep_intervals, summary.rank)
         else None,
     )

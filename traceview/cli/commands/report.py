@@ -27,12 +27,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         import vl_convert  # noqa: F401 -- altair needs it to inline its scripts in the file
 
-        from traceview.dashboard.static import report_html
+        from traceview.dashboard.static import TIMELINE_RANKS, report_html
     except ImportError as e:
         raise TraceviewError(
             f"report needs the dashboard's charting ({e.name}): pip install 'traceview[dashboard]'"
         ) from None
-    runs = options.load(args)
+    runs = options.load(args, keep_intervals=TIMELINE_RANKS)  # one step's timeline per run
     with replacing(args.output) as sink:
         sink.write(report_html(runs).encode("utf-8"))
     return options.finish(f"wrote {args.output}\n", args, runs, wrote_output=True)

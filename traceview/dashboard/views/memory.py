@@ -41,4 +41,10 @@ states = traceview.model_state_bytes(stage, int(params * 1e6), int(ranks), preci
 if states:
     total = sum(states.values())
     st.metric("model states per rank", f"{total / 2**30:,.2f} GiB")
-    st.write({k: f"{v / 2**30:,.2f} GiB" for k, v in states.items()})
+    st.table(
+        {
+            "state": list(states),
+            "GiB per rank": [f"{v / 2**30:,.2f}" for v in states.values()],
+            "share": [f"{100 * v / total:.0f}%" for v in states.values()],
+        }
+    )

@@ -5,13 +5,24 @@ import streamlit as st
 
 from traceview import analyze_trace
 from traceview.dashboard import MAX_UPLOAD_MB, data
+from traceview.dashboard.frames import readable
 from traceview.dashboard.ui import guarded
+
+RUNS_COLUMNS = {
+    "run": ("run", None),
+    "strategy": ("strategy", None),
+    "dp": ("DP", "{:d}"),
+    "traces": ("rank traces", "{:d}"),
+    "preset": ("model", None),
+    "samples_per_s": ("samples/s", "{:,.1f}"),
+    "problem": ("problem", None),
+}
 
 st.title("Runs")
 runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
 if runs is not None:
     st.caption(f"Runs found under {data.root()}; choose one for the other pages.")
-    st.dataframe(runs, hide_index=True)
+    st.dataframe(readable(runs, RUNS_COLUMNS), hide_index=True)
     if runs.height:
         names = runs["run"].to_list()
         current = st.session_state.get("run")

@@ -5,7 +5,13 @@ import streamlit as st
 
 from traceview import Runs
 from traceview.dashboard import charts, data
-from traceview.dashboard.frames import caveat_lines, prediction_frame, scaling_frame
+from traceview.dashboard.frames import (
+    SCALING_COLUMNS,
+    caveat_lines,
+    prediction_frame,
+    readable,
+    scaling_frame,
+)
 from traceview.dashboard.ui import guarded
 
 st.title("Scaling")
@@ -42,4 +48,4 @@ if runs is not None and runs.height:
         right.altair_chart(charts.exposed_chart(scaling), width="stretch")
     if scaling.height:
         shown = scaling.with_columns(pl.col("job").str.strip_prefix(base).str.strip_prefix("/"))
-        st.dataframe(shown, hide_index=True)
+        st.dataframe(readable(shown, SCALING_COLUMNS), hide_index=True)
