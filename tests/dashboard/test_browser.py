@@ -150,3 +150,27 @@ def test_the_report_draws_every_chart_offline(tmp_path):
         assert page.evaluate("document.documentElement.scrollWidth") <= 1280
         browser.close()
     assert errors == [] and [u for u in requests if not u.startswith("file:")] == []
+
+
+@pytest.mark.slow
+def test_an_uploaded_trace_gets_the_run_pages(server):
+    url, log = server
+    trace = ROOT / "sample_traces" / "cpu_sweep" / "ddp-dp2" / "rank1.pt.trace.json.gz"
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1100})
+        try:
+            page.goto(f"{url}/runs")
+            page.wait_for_selector("input[type=file]", state="attached", timeout=WAIT_MS)
+            page.set_input_files("input[type=file]", str(trace))
+            page.wait_for_selector(f"text=upload: {trace.name}", timeout=WAIT_MS)
+            # Within the session (the sidebar's links): the timeline of the uploaded trace.
+            page.get_by_role("link", name="Timeline").click()
+            page.wait_for_selector(".vega-embed svg, .vega-embed canvas", timeout=WAIT_MS)
+            chosen = page.locator("[data-testid='stSidebar'] input[aria-label='run']")
+            assert chosen.input_value() == f"upload: {trace.name}"
+            assert page.locator("[data-testid='stException']").count() == 0
+        except playwright.Error as e:
+            pytest.fail(f"upload: {e}\n{log.read_text()[-2000:]}")
+        finally:
+            browser.close()

@@ -27,21 +27,25 @@ def guarded(what: str, load: Callable[[], T]) -> T | None:
     return None
 
 
+UPLOADS = "uploads"  # session state: the traces uploaded in this session, by name, loaded
+
+
 def pick_run(label: str = "run") -> tuple[str, Job] | None:
     runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
     if runs is None:
         return None
-    if runs.height == 0:
+    uploads: dict[str, Job] = st.session_state.get(UPLOADS, {})
+    if runs.height == 0 and not uploads:
         st.warning(f"No traces under {data.root()}. Start the dashboard on a run or sweep folder.")
         return None
-    names = runs["run"].to_list()
+    names = runs["run"].to_list() + list(uploads)
     default = st.session_state.get("run")
-    first = int(runs["traces"].arg_max() or 0)  # first visit: the run with the most ranks
+    first = int(runs["traces"].arg_max() or 0) if runs.height else 0  # the most ranks
     choice = st.sidebar.selectbox(
         label, names, index=names.index(default) if default in names else first
     )
     st.session_state["run"] = choice
-    job = guarded(choice, lambda: data.job_for(choice))
+    job = uploads[choice] if choice in uploads else guarded(choice, lambda: data.job_for(choice))
     if job is None:
         return None
     if job.run is not None and len(job.ranks) < job.run.world_size:

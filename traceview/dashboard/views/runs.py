@@ -3,10 +3,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from traceview import analyze_trace
+import traceview
 from traceview.dashboard import MAX_UPLOAD_MB, data
 from traceview.dashboard.frames import readable
-from traceview.dashboard.ui import guarded
+from traceview.dashboard.ui import UPLOADS, guarded
 
 RUNS_COLUMNS = {
     "run": ("run", None),
@@ -23,8 +23,8 @@ runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
 if runs is not None:
     st.caption(f"Runs found under {data.root()}; choose one for the other pages.")
     st.dataframe(readable(runs, RUNS_COLUMNS), hide_index=True)
-    if runs.height:
-        names = runs["run"].to_list()
+    names = runs["run"].to_list() + list(st.session_state.get(UPLOADS, {}))
+    if names:
         current = st.session_state.get("run")
         choice = st.selectbox("run", names, index=names.index(current) if current in names else 0)
         st.session_state["run"] = choice
@@ -40,7 +40,14 @@ if upload is not None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / Path(upload.name).name
             path.write_bytes(upload.getvalue())
-            report = guarded(upload.name, lambda: analyze_trace(path))
+            job = guarded(upload.name, lambda: traceview.load(path, keep_intervals=True))
+        report = job.ranks[0] if job else None
+        if job is not None:
+            # Every page can show it now: it is a run of this session, chosen in the sidebar.
+            name = f"upload: {upload.name}"
+            st.session_state.setdefault(UPLOADS, {})[name] = job
+            st.session_state["run"] = name
+            st.success(f"{upload.name} is the run '{name}' on every page now (sidebar).")
         if report and report.total:
             t = report.total
             st.write(f"rank {report.rank} of {report.world_size} · {report.mode}")
