@@ -28,3 +28,4 @@ echo "== 3. traceview: collectives, ranks, and every run compared against the Ze
 cat "$out/compare.txt"
 echo "== reports in $out/ (text, JSON, report.html, a Perfetto timeline); traces and run records in $out/sweep/"
 echo "   browse them: .venv/bin/traceview dashboard $out/sweep"
+echo "   to call traceview and torchrun by name: source .venv/bin/activate"

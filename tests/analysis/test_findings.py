@@ -100,6 +100,12 @@ def test_buckets_below_the_size_that_reaches_90_percent_of_the_bandwidth(tmp_pat
     assert found.numbers["alpha_us"] == pytest.approx(50, abs=0.1)
 
 
+def test_a_zero2_run_is_told_of_fsdp_units_not_bucket_cap_mb(tmp_path):
+    folder = job(tmp_path, {0: sized_calls([10, 20, 40, 80], alpha_us=50)}, strategy="zero2")
+    (found,) = [f for f in traceview.load(folder).findings if f.rule == "small_buckets"]
+    assert found.action.startswith("larger messages: fewer, larger FSDP units")
+
+
 def test_no_bucket_advice_when_buckets_are_large_enough(tmp_path):
     # The same link, 1 to 8 MB messages: well past 450 KB.
     folder = job(tmp_path, {0: sized_calls([1000, 2000, 4000, 8000], alpha_us=50)})
@@ -169,6 +175,7 @@ def test_noisy_step_times(tmp_path):
     found = traceview.load_runs([tmp_path]).findings()
     assert [(Path(f.job).name, f.rule) for f in found] == [("noisy", "noisy_steps")]
     assert found[0].numbers == {"min_s": 0.1, "max_s": 0.6}
+    assert found[0].what.startswith("step times vary 6.0×")
 
 
 def record(strategy: str, params: int, dp: int) -> RunRecord:

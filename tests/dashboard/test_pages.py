@@ -91,7 +91,7 @@ def test_run_pages_show_data(monkeypatch, name):
 
 def test_buckets_page_names_ddp_buckets(monkeypatch):
     at = page("buckets", SWEEP, monkeypatch, run="cpu_sweep/ddp-dp2")
-    assert set(at.dataframe[0].value["label"]) == {"bucket 0", "bucket 1", "bucket 2"}
+    assert set(at.dataframe[0].value["bucket or module"]) == {"bucket 0", "bucket 1", "bucket 2"}
 
 
 def test_memory_calculator(monkeypatch):

@@ -97,7 +97,7 @@ def backward_tail(job: JobReport, name: str) -> Finding | None:
     )
 
 
-def small_buckets(job: JobReport, name: str) -> Finding | None:
+def small_buckets(job: JobReport, name: str, strategy: str | None = None) -> Finding | None:
     """Gradient messages below the size at which the fitted α costs 10 % of the time."""
     for fit in job.fits:
         if fit.collective not in GRADIENT_COLLECTIVES or fit.confidence == "low":
@@ -114,7 +114,7 @@ def small_buckets(job: JobReport, name: str) -> Finding | None:
                 f"({fit.bandwidth_gbps or 0:,.2f} GB/s, α {fit.alpha_us or 0:,.0f} µs; "
                 f"confidence {fit.confidence})"
             ),
-            action=f"larger buckets: bucket_cap_mb of about {target / 2**20:,.0f} or more",
+            action=_larger_messages(strategy, target),
             numbers={
                 "median_mb": round(median / 1e6, 3),
                 "size_for_90pct_mb": round(target / 1e6, 3),
@@ -124,6 +124,17 @@ def small_buckets(job: JobReport, name: str) -> Finding | None:
             },
         )
     return None
+
+
+def _larger_messages(strategy: str | None, target: float) -> str:
+    """How a run makes its gradient messages larger: DDP's buckets, or FSDP's units."""
+    spec = STRATEGIES.get(strategy or "")
+    if spec is not None and not spec.ddp_buckets:
+        return (
+            f"larger messages: fewer, larger FSDP units (fully_shard over bigger modules), "
+            f"about {target / 2**20:,.3g} MiB each or more"
+        )
+    return f"larger buckets: bucket_cap_mb of about {target / 2**20:,.3g} or more"
 
 
 def unhidden_gathers(job: JobReport, name: str, strategy: str | None) -> Finding | None:
@@ -198,7 +209,7 @@ def straggler(job: JobReport, name: str) -> Finding | None:
 def job_findings(job: JobReport, name: str, strategy: str | None) -> list[Finding]:
     found = [
         backward_tail(job, name),
-        small_buckets(job, name),
+        small_buckets(job, name, strategy),
         unhidden_gathers(job, name, strategy),
         straggler(job, name),
     ]
@@ -212,7 +223,7 @@ def noisy_steps(row: ScalingRow) -> Finding | None:
     return Finding(
         rule="noisy_steps",
         job=row.job,
-        what=f"step times are {said.removeprefix('noisy: ')}",
+        what=said.removeprefix("noisy: "),
         action=(
             "its throughput and E(N) are not to be trusted: rerun on a quiet machine "
             "(nothing else on its CPUs and GPUs), with more steps"

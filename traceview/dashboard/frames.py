@@ -4,6 +4,7 @@ computed for display."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 
 import polars as pl
@@ -63,7 +64,7 @@ SCALING_COLUMNS = {
 }
 
 
-def readable(frame: pl.DataFrame, columns: dict[str, tuple[str, str | None]]) -> pl.DataFrame:
+def readable(frame: pl.DataFrame, columns: Mapping[str, tuple[str, str | None]]) -> pl.DataFrame:
     """The columns named as people read them, numbers formatted, unknowns '–' (not None);
     byte columns in MB."""
     out = {}

@@ -1,8 +1,19 @@
 import streamlit as st
 
 from traceview.dashboard import charts
-from traceview.dashboard.frames import calls_frame
+from traceview.dashboard.frames import calls_frame, readable
 from traceview.dashboard.ui import pick_run
+
+CALL_COLUMNS = {
+    "rank": ("rank", "{:d}"),
+    "step": ("step", "{:d}"),
+    "label": ("bucket or module", None),
+    "collective": ("collective", None),
+    "mb": ("MB", "{:,.2f}"),
+    "duration_ms": ("duration ms", "{:,.3f}"),
+    "exposed_ms": ("exposed ms", "{:,.3f}"),
+    "busbw_gbps": ("bus bandwidth GB/s", "{:,.2f}"),
+}
 
 st.title("Buckets and collectives")
 picked = pick_run()
@@ -18,16 +29,4 @@ if picked:
         st.altair_chart(charts.size_vs_duration_chart(calls), width="stretch")
         for fit in job.fits:
             st.write(f"**{fit.collective}**: {fit.advice}")
-        st.dataframe(
-            calls.select(
-                "rank",
-                "step",
-                "label",
-                "collective",
-                "mb",
-                "duration_ms",
-                "exposed_ms",
-                "busbw_gbps",
-            ),
-            hide_index=True,
-        )
+        st.dataframe(readable(calls, CALL_COLUMNS), hide_index=True)

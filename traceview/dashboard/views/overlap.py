@@ -1,8 +1,17 @@
 import streamlit as st
 
 from traceview.dashboard import charts
-from traceview.dashboard.frames import overlap_frame
+from traceview.dashboard.frames import overlap_frame, readable
 from traceview.dashboard.ui import pick_run
+
+OVERLAP_COLUMNS = {
+    "rank": ("rank", "{:d}"),
+    "step": ("step", "{:d}"),
+    "compute_only": ("compute only ms", "{:,.3f}"),
+    "overlap": ("overlap ms", "{:,.3f}"),
+    "exposed_comm": ("exposed comm ms", "{:,.3f}"),
+    "idle": ("idle ms", "{:,.3f}"),
+}
 
 st.title("Overlap")
 picked = pick_run()
@@ -17,4 +26,5 @@ if picked:
             "Each bar is one step's window: compute alone, compute overlapping "
             "communication, communication exposed, and idle (definitions in the README)."
         )
-        st.dataframe(frame.pivot(on="part", index=["rank", "step"], values="ms"), hide_index=True)
+        table = frame.pivot(on="part", index=["rank", "step"], values="ms")
+        st.dataframe(readable(table, OVERLAP_COLUMNS), hide_index=True)
