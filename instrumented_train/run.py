@@ -19,9 +19,9 @@ from instrumented_train.record import gather_and_write
 from instrumented_train.strategies import build
 from instrumented_train.train import run_steps
 from traceview.errors import TraceviewError
+from traceview.loader.ingest import ingest
 from traceview.parse.run_record import RECORD_VERSION, TraceRun
 from traceview.profiler import job_name
-from traceview.store.ingest import ingest
 
 log = logging.getLogger("instrumented_train")
 

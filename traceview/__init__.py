@@ -9,8 +9,6 @@ hidden behind compute? Parse PyTorch profiler traces and measure it per rank, st
     traceview.ingest(["runs/"], "store")       # into a Parquet store, which loads as traces do
 """
 
-__version__ = "0.1.0"
-
 from traceview.algebra import IntervalSet, union
 from traceview.analysis import (
     JOB_CALLS_SCHEMA,
@@ -39,11 +37,12 @@ from traceview.loader import (
     load_runs,
     summarize,
 )
+from traceview.loader.ingest import Ingested, ingest
 from traceview.model import INTERVALS_SCHEMA, Timeline, build_timeline
 from traceview.parse import Trace, TraceMeta, read_trace
 from traceview.parse.run_record import RunRecord
-from traceview.store.ingest import Ingested, ingest
 from traceview.strategies import STATE_CATEGORIES, STRATEGIES, Precision, Strategy
+from traceview.version import __version__
 
 __all__ = [
     "INTERVALS_SCHEMA",

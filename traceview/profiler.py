@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from traceview.errors import TraceviewError
+from traceview.loader.ingest import ingest_one
 from traceview.loader.sources import RunSource
-from traceview.store.ingest import ingest_one
 
 
 def trace_name(rank: int) -> str:

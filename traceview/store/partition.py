@@ -15,7 +15,6 @@ from typing import Any
 import msgspec
 import polars as pl
 
-from traceview import __version__
 from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.calls import CALLS_SCHEMA
 from traceview.analysis.rank import RankReport, keeps
@@ -24,6 +23,7 @@ from traceview.errors import TraceviewError
 from traceview.model import INTERVALS_SCHEMA
 from traceview.parse.source import unreadable
 from traceview.store.layout import NO_RANK, STORE_VERSION, SUMMARY, cannot_write
+from traceview.version import __version__
 
 _TABLES = ("steps", "calls", "intervals")  # RankReport's fields kept as Parquet tables
 _BREAKDOWN = [f.name for f in dataclasses.fields(Breakdown)]

@@ -10,8 +10,8 @@ from traceview.cli import options
 from traceview.cli.progress import Progress
 from traceview.cli.say import say
 from traceview.errors import A_BUG, A_BUG_DEBUG, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
-from traceview.store.engines import ENGINES
-from traceview.store.ingest import ingest
+from traceview.loader.engines import ENGINES
+from traceview.loader.ingest import ingest
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

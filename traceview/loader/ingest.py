@@ -13,6 +13,7 @@ from pathlib import Path
 import msgspec
 
 from traceview.errors import TraceviewError
+from traceview.loader.engines import ENGINES, map_on_ray
 from traceview.loader.parallel import Failure, guarded, map_in_processes
 from traceview.loader.rank import analyze_trace
 from traceview.loader.sources import RunSource, check_one_job, find_runs
@@ -20,7 +21,6 @@ from traceview.parse.run_record import RUN_RECORD, incomplete_run
 from traceview.parse.source import is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
 from traceview.store import layout
-from traceview.store.engines import ENGINES, map_on_ray
 from traceview.store.partition import Source, read_stored, source_of, write_partition
 
 
