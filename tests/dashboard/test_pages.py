@@ -57,8 +57,10 @@ def test_scaling_page_plots_every_strategy_with_predictions(monkeypatch):
     assert len(at.dataframe[0].value) == 12
     assert not at.error
     # The first page says what to change, with the runs named relative to the root.
-    said = [i.value for i in at.info]
-    assert any(s.startswith("**cpu_sweep/zero3-dp4** · ") and "prefetch" in s for s in said)
+    (folded,) = at.expander
+    assert folded.label.startswith("Findings: ")
+    said = "\n".join(m.value for m in at.markdown)
+    assert "- **cpu_sweep/zero3-dp4** · " in said and "prefetch" in said
 
 
 def noisy_copy(tmp_path: Path) -> Path:

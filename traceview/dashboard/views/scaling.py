@@ -25,10 +25,15 @@ if runs is not None and runs.height:
         st.warning(line)
     found = guarded("Findings", jobs.findings)
     if found:
-        st.subheader("Findings")
-        for f in found:
-            name = f.job.removeprefix(base).lstrip("/") or f.job
-            st.info(f"**{name}** · {f.what}  \n→ {f.action}")
+        # Above the charts, but folded when there are many: the charts stay in view.
+        with st.expander(f"Findings: {len(found)} to look at", expanded=len(found) <= 3):
+            st.markdown(
+                "\n".join(
+                    f"- **{f.job.removeprefix(base).lstrip('/') or f.job}** · {f.what}  \n"
+                    f"  → {f.action}"
+                    for f in found
+                )
+            )
     measured = scaling.filter(pl.col("efficiency").is_not_null()) if scaling.height else scaling
     if measured.height == 0:
         st.info(
