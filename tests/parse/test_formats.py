@@ -76,6 +76,26 @@ def test_epoch_microseconds_with_fractions_become_exact_nanoseconds(tmp_path):
     assert row["end_ns"] - row["ts_ns"] == 2500
 
 
+def test_fractional_epoch_timestamps_stay_exact_over_many_batches(tmp_path):
+    # ~9 MB: several 4 MB batches. The first decides the trace's clock needs decimals; the later
+    # ones are decoded once, as decimals, and every timestamp stays exact to the nanosecond.
+    n = 60_000
+    events = ",".join(
+        f'{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
+        f'"ts": {1700000000000000 + 10 * i}.{i % 1000:03d}, "dur": 2.5, '
+        f'"args": {{"stream": 7, "correlation": {i}, "padding": "{"x" * 60}"}}}}'
+        for i in range(n)
+    )
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [' + events + "]}")
+    assert path.stat().st_size > 2 * (4 << 20)
+    table = read_trace(path).events.sort("ts_ns")
+    assert table.height == n
+    expected = [(1700000000000000 + 10 * i) * 1000 + i % 1000 for i in range(n)]
+    assert table["ts_ns"].to_list() == expected
+    assert (table["end_ns"] - table["ts_ns"]).unique().to_list() == [2500]
+
+
 def test_old_format_string_ids_and_capitalised_categories(tmp_path):
     events = [
         {

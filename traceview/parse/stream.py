@@ -77,6 +77,7 @@ class EventStream:
         self._offset = 0  # file offset of the start of the current buffer
         self._searched = 0  # buf[:_searched] holds no boundary that cut it (reset on each cut)
         self._header_searched = 0  # buf[:_header_searched] holds no traceEvents key
+        self._precise = False  # epoch timestamps with fractions: decode them as decimals
 
     def batches(self) -> Iterator[Batch]:
         buf = b""
@@ -187,10 +188,13 @@ class EventStream:
 
     def _decode_utf8(self, doc: bytes) -> Batch:
         try:
+            if self._precise:  # this trace's clock needs decimals: each batch decoded once
+                return Batch.of(PRECISE_EVENTS.decode(doc), precise=True)
             batch = Batch.of(EVENTS.decode(doc))
         except (msgspec.ValidationError, RecursionError):
             return self._decode_by_event(doc)
         if needs_precision(batch.complete):
+            self._precise = True
             return Batch.of(PRECISE_EVENTS.decode(doc), precise=True)
         return batch
 
@@ -212,14 +216,14 @@ class EventStream:
             if isinstance(ph, str) and ph not in KNOWN_PHASES:
                 continue  # a phase outside the Chrome trace format, which nothing here reads
             texts.append(text)
-        events = self._typed(texts, STRICT_EVENT, LENIENT_EVENT)
-        batch = Batch.of(events)
-        if needs_precision(batch.complete):
-            return Batch.of(
-                self._typed(texts, STRICT_PRECISE_EVENT, LENIENT_PRECISE_EVENT, count=False),
-                precise=True,
-            )
-        return batch
+        counted = True  # each event's loss is counted once, by its first decoding
+        if not self._precise:
+            batch = Batch.of(self._typed(texts, STRICT_EVENT, LENIENT_EVENT))
+            if not needs_precision(batch.complete):
+                return batch
+            self._precise, counted = True, False
+        precise = self._typed(texts, STRICT_PRECISE_EVENT, LENIENT_PRECISE_EVENT, count=counted)
+        return Batch.of(precise, precise=True)
 
     def _typed(
         self, texts: list[bytes], strict: Any, lenient: Any, *, count: bool = True
