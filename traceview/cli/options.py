@@ -109,6 +109,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError(f"out of range (above 0, below 1e9): {text!r}")
+    return value
+
+
 def check_pattern(text: str) -> str:
     try:
         pl.Series([""], dtype=pl.String).str.contains(text)

@@ -21,21 +21,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     options.add_inputs(p, what="run folder, sweep folder, or folder of runs")
     p.add_argument(
         "--memory-budget-gb",
-        type=positive_float,
+        type=options.positive_float,
         metavar="GB",
         help="GiB per rank for model states: finds the least sharding that fits",
     )
     p.set_defaults(run=run)
-
-
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < 1e9:
-        raise argparse.ArgumentTypeError(f"must be a positive number of GiB: {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
