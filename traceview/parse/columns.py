@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from operator import attrgetter
+from typing import Any
 
 import msgspec
+import numpy as np
 import polars as pl
 
 from traceview.parse.args import (
@@ -17,6 +19,8 @@ from traceview.parse.args import (
     Reading,
 )
 from traceview.parse.events import CompleteEvent, MetadataEvent
+from traceview.parse.fast import COLUMNS as SCANNED
+from traceview.parse.fast import NONE, ScannedBatch
 from traceview.parse.names import KEEPS_COMM_ARGS
 
 # Kineto has renamed its categories over the years; fold them onto one closed set.
@@ -50,13 +54,13 @@ _CATEGORY_OF = {
     "python": "python",
 }
 
-# Per batch: only what list comprehensions give; conversions run once on whole columns.
+# A batch of complete events, as either path of the parser hands it on: times in integer
+# nanoseconds (null where unreadable), categories folded.
 BATCH_SCHEMA: dict[str, pl.DataType] = {
-    "ts_us": pl.Float64(),
-    "ts_exact_ns": pl.Int64(),  # set instead of ts_us for epoch timestamps with fractions
-    "dur_us": pl.Float64(),
+    "ts_ns": pl.Int64(),
+    "dur_ns": pl.Int64(),
     "name": pl.Categorical(),
-    "cat": pl.Categorical(),  # as written: "kernel", "Kernel", "cuda_runtime", ...
+    "cat": CATEGORY,
     "pid": pl.Int64(),
     "tid": pl.Int64(),
     **EVENT_ARGS_SCHEMA,
@@ -212,12 +216,36 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
             "tid": _ids([e.tid for e in xs]),
             **{arg.column: _event_arg(args, arg.column) for arg in EVENT_ARGS},
         },
-        schema=BATCH_SCHEMA,
+        schema=_DECODED_SCHEMA,
         strict=False,
+    ).select(
+        ts_ns=pl.coalesce("ts_exact_ns", nanoseconds(pl.col("ts_us"))),
+        dur_ns=nanoseconds(pl.col("dur_us")),
+        name="name",
+        cat=category(pl.col("cat")),
+        **{c: c for c in ("pid", "tid", *EVENT_ARGS_SCHEMA)},
     )
     comm_names = [n for n in set(names) if KEEPS_COMM_ARGS.match(n)]
     picked: pl.Series | list[int] = frame["name"].is_in(comm_names).arg_true() if comm_names else []
     comm = [(first_row + i, a) for i in picked if (a := args[i]) is not None]
+    return frame, comm_frame(comm)
+
+
+# The pure-Python path's columns as decoded, before the times become nanoseconds.
+_DECODED_SCHEMA: dict[str, pl.DataType] = {
+    "ts_us": pl.Float64(),
+    "ts_exact_ns": pl.Int64(),  # set instead of ts_us for epoch timestamps with fractions
+    "dur_us": pl.Float64(),
+    "name": pl.Categorical(),
+    "cat": pl.Categorical(),  # as written: "kernel", "Kernel", "cuda_runtime", ...
+    "pid": pl.Int64(),
+    "tid": pl.Int64(),
+    **EVENT_ARGS_SCHEMA,
+}
+
+
+def comm_frame(comm: list[tuple[int, Any]]) -> pl.DataFrame:
+    """Row -> collective arguments, from (row, decoded Args) of the communication events."""
     columns: dict[str, list[object]] = {"row": [r for r, _ in comm]}
     for arg in COLLECTIVE_ARGS:
         read, get = READERS[arg.reading], attrgetter(arg.column)
@@ -229,7 +257,40 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
                 mine if mine is not None else other
                 for mine, other in zip(columns[arg.fills], values, strict=True)
             ]
-    return frame, pl.DataFrame(columns, schema=COMM_ARGS_SCHEMA, strict=False)
+    return pl.DataFrame(columns, schema=COMM_ARGS_SCHEMA, strict=False)
+
+
+def scanned_events(
+    batches: Sequence[ScannedBatch], first_row: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The same frames from the compiled scanner's columns, batches in trace order: missing
+    values become nulls, ids of names and categories their strings, and ids the scanner left to
+    Python are read as the pure-Python path reads them."""
+    table = np.concatenate([b.columns[: len(SCANNED)] for b in batches], axis=1)
+    last = batches[-1]  # its tables of distinct strings hold every earlier batch's
+    ints = {c: pl.Series(c, table[i]) for i, c in enumerate(SCANNED) if c not in ("name", "cat")}
+    folded = last.categories.to_frame("cat").select(category(pl.col("cat")))["cat"]
+    frame = (
+        pl.DataFrame(ints)
+        .select([pl.when(pl.col(c) != NONE).then(pl.col(c)).alias(c) for c in ints])
+        .with_columns(
+            name=last.names.gather(table[SCANNED.index("name")]),
+            cat=folded.gather(table[SCANNED.index("cat")]),
+        )
+        .select(list(BATCH_SCHEMA))
+    )
+    comm: list[tuple[int, Any]] = []
+    odd: dict[str, list[tuple[int, object]]] = {}
+    at = 0  # the batch's first row in the frame
+    for b in batches:
+        comm += [(first_row + at + i, a) for i, a in b.comm_args]
+        for column, found in b.odd_ids.items():
+            odd.setdefault(column, []).extend((at + r, v) for r, v in found)
+        at += b.rows
+    for column, found in odd.items():
+        rows = [r for r, _ in found]
+        frame = frame.with_columns(frame[column].scatter(rows, _ids([v for _, v in found])))
+    return frame, comm_frame(comm)
 
 
 def thread_names(metadata: list[MetadataEvent], names: dict[tuple[int, int], list[str]]) -> None:

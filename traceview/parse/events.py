@@ -78,6 +78,7 @@ STRICT_PRECISE_EVENT = msgspec.json.Decoder(PreciseEvent)
 LENIENT_PRECISE_EVENT = msgspec.json.Decoder(PreciseEvent, strict=False)
 # Below this many microseconds a float64 timestamp still resolves nanoseconds exactly.
 FLOAT_EXACT_US = 2**53 / 1000 / 2
+FLOAT_EXACT_NS = 2**52  # the same bound in nanoseconds, for the compiled scanner's integers
 
 
 def needs_precision(complete: list[CompleteEvent]) -> bool:

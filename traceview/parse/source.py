@@ -62,6 +62,22 @@ class ByteSource:
                 self.uncompressed_bytes += len(chunk)
                 yield chunk
 
+    def chunks_from(
+        self, start: int, aligned: int, progress: ProgressFn | None = None
+    ) -> Iterator[bytes]:
+        """A plain file's bytes from `start`: the first chunk runs to `aligned` + CHUNK_SIZE,
+        where chunks() ends one too (`aligned` is a multiple of CHUNK_SIZE), the next ones as
+        chunks() cuts them."""
+        with self._open() as f:
+            f.seek(start)
+            first = f.read(aligned + CHUNK_SIZE - start)  # one piece, as the whole file's buffer
+            self.uncompressed_bytes += len(first)
+            yield first
+            rest = self._plain(f, self._read(f), progress, consumed=start + len(first))
+            for chunk in rest:
+                self.uncompressed_bytes += len(chunk)
+                yield chunk
+
     def _open(self) -> BinaryIO:
         if str(self.path) == STDIN:
             if sys.stdin is None or sys.stdin.isatty():
@@ -82,8 +98,9 @@ class ByteSource:
         except OSError as e:
             raise unreadable(self.path, e) from None
 
-    def _plain(self, f: BinaryIO, block: bytes, progress: ProgressFn | None) -> Iterator[bytes]:
-        consumed = 0
+    def _plain(
+        self, f: BinaryIO, block: bytes, progress: ProgressFn | None, consumed: int = 0
+    ) -> Iterator[bytes]:
         while block:
             consumed += len(block)
             if progress:

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from traceview.parse import fast
 from traceview.parse.events import (
     EVENTS,
     KNOWN_PHASES,
@@ -46,6 +47,7 @@ _WHITESPACE = b" \t\r\n"
 MAX_HEADER_BYTES = 64 << 20  # how far to look for `traceEvents` before calling it "not a trace"
 MAX_EVENT_BYTES = 64 << 20  # the longest event (or stretch without a boundary) read by default
 MAX_CUT_RETRIES = 64
+MAX_ODD_BATCHES = 4  # after this many batches the scanner leaves, the trace is all Python's
 
 
 class StreamError(Exception):
@@ -69,21 +71,56 @@ class StreamResult:
     repaired_events: int = 0  # batches whose bytes that are not UTF-8 were replaced
 
 
+@dataclass(frozen=True)
+class Pause:
+    """Yielded once the bytes up to `pause_at` are read and cut: the next event starts at
+    byte `next` (or later, where no event ended in those bytes)."""
+
+    next: int
+
+
 class EventStream:
-    def __init__(self, chunks: Iterable[bytes], max_event_bytes: int = MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self,
+        chunks: Iterable[bytes],
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        *,
+        compiled: bool | None = None,
+        start: int | None = None,
+        pause_at: int | None = None,
+    ) -> None:
+        """`compiled`: use the compiled scanner (default: where it was built). `start`: the
+        chunks begin at this byte of the file, where an event of the array begins (no header).
+        `pause_at`: yield a Pause after cutting the bytes up to there."""
         self._chunks = chunks
         self._max_event = max_event_bytes
+        self._start = start
+        self._pause_at = pause_at
         self.result = StreamResult()
-        self._offset = 0  # file offset of the start of the current buffer
+        self._offset = start or 0  # file offset of the start of the current buffer
         self._searched = 0  # buf[:_searched] holds no boundary that cut it (reset on each cut)
         self._header_searched = 0  # buf[:_header_searched] holds no traceEvents key
         self._precise = False  # epoch timestamps with fractions: decode them as decimals
+        use = fast.available() if compiled is None else compiled
+        self._scanner = fast.Scanner() if use else None
+        self.odd_batches = 0  # batches the compiled scanner left to the pure-Python path
+        # Whether the pure-Python path decoded events before the timestamps were known to need
+        # decimals: how it reads them then depends on what came before (see parse/halves.py).
+        self.decoded_unsure = False
 
-    def batches(self) -> Iterator[Batch]:
+    @property
+    def precise(self) -> bool:
+        """Whether the timestamps read so far need decimals (epoch microseconds with fractions)."""
+        return self._precise
+
+    def batches(self) -> Iterator[Batch | fast.ScannedBatch | Pause]:
         buf = b""
-        pos = None  # start of undecoded events in buf; None while reading the header
+        # Start of undecoded events in buf; None while reading the header.
+        pos: int | None = None if self._start is None else 0
+        read = self._offset  # file offset of the end of buf
         for chunk in self._chunks:
             buf = buf + chunk if buf else chunk
+            read += len(chunk)
             if pos is None:
                 pos = self._find_array(buf, at_eof=False)
                 if pos is None:
@@ -91,11 +128,13 @@ class EventStream:
             cut = self._last_cut(buf, pos)
             if cut is None:
                 self._check_event_size(buf, pos)
-                continue
-            batch, end = cut
-            yield batch
-            self._offset += end
-            buf, pos, self._searched = buf[end:], 0, 0
+            else:
+                batch, end = cut
+                yield batch
+                self._offset += end
+                buf, pos, self._searched = buf[end:], 0, 0
+            if read == self._pause_at:
+                yield Pause(self._offset + pos)
         if pos is None:
             pos = self._find_array(buf, at_eof=True)
             assert pos is not None
@@ -158,8 +197,22 @@ class EventStream:
 
     # -- the middle -----------------------------------------------------------------------
 
-    def _last_cut(self, buf: bytes, pos: int) -> tuple[Batch, int] | None:
+    def _last_cut(self, buf: bytes, pos: int) -> tuple[Batch | fast.ScannedBatch, int] | None:
         """Decode buf[pos:] up to its last event boundary; return the batch and the next start."""
+        if self._scanner is not None:
+            scanned = self._scanner.scan(buf, pos, self._precise)
+            if scanned.ended:  # the last event and the document's end are read below
+                self._scanner = None
+            if not scanned.odd:
+                self._precise = scanned.precise
+                return None if scanned.batch is None else (scanned.batch, scanned.next)
+            self.odd_batches += 1
+            if self.odd_batches >= MAX_ODD_BATCHES:
+                self._scanner = None
+        return self._decoded_cut(buf, pos)
+
+    def _decoded_cut(self, buf: bytes, pos: int) -> tuple[Batch, int] | None:
+        """_last_cut by the pure-Python path: boundaries found by quote parity, then decoded."""
         hi = len(buf)
         lo = max(pos, self._searched - 16)  # boundaries left of here were tried before
         for _ in range(MAX_CUT_RETRIES):
@@ -180,6 +233,7 @@ class EventStream:
 
     def _decode(self, doc: bytes) -> Batch:
         """A batch `[...]` of events. msgspec.DecodeError: not valid JSON as a whole."""
+        self.decoded_unsure |= not self._precise
         try:
             return self._decode_utf8(doc)
         except UnicodeDecodeError:

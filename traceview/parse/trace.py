@@ -8,18 +8,21 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import NotATraceError, Note, TraceviewError
+from traceview.parse import halves
+from traceview.parse.collect import Events
 from traceview.parse.columns import (
-    BATCH_SCHEMA,
-    COMM_ARGS_SCHEMA,
-    INT64_MAX,
-    category,
-    complete_events,
-    nanoseconds,
     thread_names,
 )
 from traceview.parse.metadata import TraceMeta, read_meta
 from traceview.parse.source import ByteSource, ProgressFn
-from traceview.parse.stream import MAX_EVENT_BYTES, EventStream, NotATrace, StreamError
+from traceview.parse.stream import (
+    MAX_EVENT_BYTES,
+    EventStream,
+    NotATrace,
+    Pause,
+    StreamError,
+    StreamResult,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,38 +46,43 @@ def read_trace(
 ) -> Trace:
     path = Path(path)
     source = ByteSource(path)
-    stream = EventStream(source.chunks(progress), max_event_bytes)
-    frames: list[pl.DataFrame] = []
-    comm_frames: list[pl.DataFrame] = []
+    split = halves.plan(source)
+    second = halves.SecondHalf(path, split, max_event_bytes).start() if split else None
+    if second and progress:
+        report = progress
+        progress = lambda done, size: report(done + second.consumed, size)  # noqa: E731
+    stream = EventStream(
+        source.chunks(progress), max_event_bytes, pause_at=split.pause_at if split else None
+    )
     names: dict[tuple[int, int], list[str]] = {}
-    unreadable = Unreadable()
-    raw: list[pl.DataFrame] = []  # decoded batches waiting to be finished together
-    rows = finished_rows = 0
+    events = Events()
+    size = 0
     try:
         for batch in stream.batches():
-            frame, comm = complete_events(batch.complete, rows)
-            rows += frame.height
-            raw.append(frame)
-            comm_frames.append(comm)
+            if isinstance(batch, Pause):
+                if second and second.joins(batch.next, stream.precise):
+                    _join(stream.result, events, names, second)
+                    size = second.size
+                    break
+                continue
+            events.add(batch)
             thread_names(batch.metadata, names)
-            # Finished in groups: the events are never held twice, and polars' fixed cost per
-            # call is paid once per FINISH_ROWS events, not once per batch.
-            if rows - finished_rows >= FINISH_ROWS:
-                frames.append(_finished(pl.concat(raw), finished_rows, unreadable))
-                raw, finished_rows = [], rows
-        if raw:
-            frames.append(_finished(pl.concat(raw), finished_rows, unreadable))
+        events.finish()
     except NotATrace as e:
         raise NotATraceError(f"{path}: {e}") from None
     except StreamError as e:
         where = " (the gzip stream is cut short)" if source.cut_short else ""
         raise TraceviewError(f"{path}: {e}{where}") from None
+    finally:
+        if second:
+            second.cancel()
+    size = size or source.uncompressed_bytes
 
     notes: list[Note] = []
     result = stream.result
     truncated = result.truncated or source.cut_short
     if truncated:
-        notes.append(_truncation_note(source, result.lost_trailer, rows))
+        notes.append(_truncation_note(size, source.cut_short, result.lost_trailer, events.rows))
     if source.trailing_bytes:
         notes.append(
             Note(
@@ -102,27 +110,41 @@ def read_trace(
                 severity="lossy",
             )
         )
-    notes += unreadable.notes()
-    events = (
-        pl.concat(frames, rechunk=False)
-        if frames
-        else _finished(pl.DataFrame(schema=BATCH_SCHEMA), 0, unreadable)
-    )
+    notes += events.unreadable.notes()
     return Trace(
         path=path,
         meta=read_meta(result.metadata, notes),
-        events=events,
-        comm_args=pl.concat(comm_frames) if comm_frames else pl.DataFrame(schema=COMM_ARGS_SCHEMA),
+        events=events.table(),
+        comm_args=events.comm_args(),
         thread_names={k: tuple(v) for k, v in names.items()},
         notes=tuple(notes),
-        size_bytes=source.uncompressed_bytes,
+        size_bytes=size,
         truncated=truncated,
     )
 
 
-def _truncation_note(source: ByteSource, lost_trailer: bool, kept: int) -> Note:
-    at = f"trace is cut short at byte {source.uncompressed_bytes:,}"
-    if source.cut_short:
+def _join(
+    result: StreamResult,
+    events: Events,
+    names: dict[tuple[int, int], list[str]],
+    second: halves.SecondHalf,
+) -> None:
+    """The second half's events and findings after the first half's."""
+    assert second.result is not None
+    events.extend(second.events)
+    for thread, named in second.names.items():
+        names.setdefault(thread, []).extend(named)
+    later = second.result
+    result.metadata.update(later.metadata)  # the keys after the events
+    result.truncated, result.lost_trailer = later.truncated, later.lost_trailer
+    result.retyped_events += later.retyped_events
+    result.dropped_events += later.dropped_events
+    result.repaired_events += later.repaired_events
+
+
+def _truncation_note(size: int, gzip_cut: bool, lost_trailer: bool, kept: int) -> Note:
+    at = f"trace is cut short at byte {size:,}"
+    if gzip_cut:
         at += " (its gzip stream ends early)"
     if lost_trailer:
         return Note(
@@ -134,78 +156,3 @@ def _truncation_note(source: ByteSource, lost_trailer: bool, kept: int) -> Note:
         "everything the file held after it are missing",
         severity="lossy",
     )
-
-
-@dataclass
-class Unreadable:
-    """Events skipped while finishing the batches, for the notes."""
-
-    missing: int = 0  # no readable ts or dur
-    negative: int = 0  # a negative duration
-
-    def notes(self) -> list[Note]:
-        out = []
-        if self.missing:
-            out.append(
-                Note(
-                    message=f"{self.missing:,} complete events without a readable ts or dur "
-                    "(missing, or beyond int64 nanoseconds) were skipped",
-                    severity="lossy",
-                )
-            )
-        if self.negative:
-            out.append(
-                Note(
-                    message=f"{self.negative:,} events with negative durations were skipped",
-                    severity="lossy",
-                )
-            )
-        return out
-
-
-FINISH_ROWS = 1 << 20
-# Categories no analysis reads (Python frames, Kineto's own spans, GPU annotations): dropped
-# as they are read. Their rows keep their numbers, so the others' stay as the args refer to them.
-USED_CATEGORIES = ("kernel", "memcpy", "memset", "runtime", "cpu_op", "user_annotation")
-
-
-def _finished(frame: pl.DataFrame, first_row: int, unreadable: Unreadable) -> pl.DataFrame:
-    """A batch as Trace.events holds it: integer nanoseconds, categories folded, unreadable
-    events counted and dropped."""
-    events = (
-        frame.lazy()
-        .with_columns(
-            row=pl.int_range(first_row, first_row + pl.len(), dtype=pl.Int64),
-            cat=category(pl.col("cat")),
-            ts_ns=pl.coalesce("ts_exact_ns", nanoseconds(pl.col("ts_us"))),
-            dur_ns=nanoseconds(pl.col("dur_us")),
-        )
-        # An end past int64 nanoseconds (ts and dur each in range, their sum not) is unreadable.
-        .with_columns(
-            pl.when(pl.col("ts_ns") <= INT64_MAX - pl.col("dur_ns").clip(0)).then(pl.col("ts_ns"))
-        )
-    )
-    counts = events.select(
-        missing=(pl.col("ts_ns").is_null() | pl.col("dur_ns").is_null()).sum(),
-        negative=(pl.col("dur_ns") < 0).sum(),
-    )
-    kept = events.filter(
-        pl.col("ts_ns").is_not_null()
-        & (pl.col("dur_ns") >= 0)
-        & pl.col("cat").is_in(USED_CATEGORIES)
-    ).select(
-        "row",
-        "ts_ns",
-        end_ns=pl.col("ts_ns") + pl.col("dur_ns"),
-        name="name",
-        cat="cat",
-        pid="pid",
-        tid="tid",
-        correlation="correlation",
-        device="device",
-        stream="stream",
-    )
-    counted, out = pl.collect_all([counts, kept])
-    unreadable.missing += int(counted["missing"][0])
-    unreadable.negative += int(counted["negative"][0])
-    return out

@@ -1,0 +1,159 @@
+"""The compiled scanner and the pure-Python decoder read every trace to identical results."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from traceview.errors import TraceviewError
+from traceview.parse import fast, read_trace
+from traceview.parse import source as source_module
+from traceview.parse.source import ByteSource
+from traceview.parse.stream import EventStream
+
+FIXTURES = Path(__file__).parents[1] / "fixtures/traces"
+TRACES = sorted(p for p in FIXTURES.rglob("*.json*"))
+
+
+def both_ways(path: Path):
+    """read_trace by each path: its Trace, or the one-line error it gave."""
+    out = []
+    for pure in ("1", "0"):
+        os.environ[fast.PURE_PYTHON_ENV] = pure
+        try:
+            out.append(read_trace(path))
+        except TraceviewError as e:
+            out.append(e.message)
+    return out
+
+
+def assert_same(a, b) -> None:
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+        return
+    assert a.events.schema == b.events.schema
+    assert a.events.equals(b.events)
+    assert a.comm_args.equals(b.comm_args)
+    assert (a.thread_names, a.notes, a.meta, a.size_bytes, a.truncated) == (
+        b.thread_names,
+        b.notes,
+        b.meta,
+        b.size_bytes,
+        b.truncated,
+    )
+
+
+def test_the_compiled_scanner_is_built():
+    assert fast._scan is not None, "pip install -e . builds traceview/parse/_scan.c"
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+def test_real_traces_read_the_same_both_ways(path, monkeypatch):
+    assert_same(*both_ways(path))
+    monkeypatch.setattr(source_module, "CHUNK_SIZE", 1 << 16)  # many batches, cut everywhere
+    monkeypatch.setattr(source_module, "READ_SIZE", 1 << 16)
+    assert_same(*both_ways(path))
+
+
+def test_plain_batches_take_the_compiled_path(parser_path):
+    stream = EventStream(ByteSource(FIXTURES / "nccl_ddp_w2_rank0_step5.json.gz").chunks())
+    kinds = {type(batch).__name__ for batch in stream.batches()}
+    if parser_path == "compiled":
+        assert "ScannedBatch" in kinds  # only the last event goes the pure-Python way
+    else:
+        assert kinds == {"Batch"}
+
+
+def _event(**fields) -> str:
+    base = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 10, "dur": 5}
+    base.update(fields)
+    return json.dumps({k: v for k, v in base.items() if v is not ...})
+
+
+_COMM = {
+    "Collective name": "allreduce",
+    "In msg nelems": "1024",
+    "Out msg nelems": 1024,
+    "dtype": "Float",
+    "Process Group Ranks": "[0, 1]",
+    "Seq": "0x10",
+    "Input Dims": [[1024]],
+}
+# One event text each: plain ones, and every kind the scanner leaves to the decoder.
+VARIANTS = [
+    _event(),
+    _event(ts=12.345, dur=0.5),
+    _event(
+        cat="kernel", name="ncclKernel_AllReduce", args={"correlation": 7, "device": 0, "stream": 7}
+    ),
+    _event(name="c10d::allreduce_", args=_COMM),
+    _event(name="record_param_comms", args={**_COMM, "Group size": 2, "Collective name": 5}),
+    _event(
+        cat="kernel", args={"correlation": 18446744073709551615, "stream": "0x7", "device": "1"}
+    ),
+    _event(pid="stream 7", tid=" 25738 "),
+    _event(pid=7.0),
+    _event(ts="12.5"),
+    _event(ts=12.34567, dur=1.23456),
+    _event(ts=1.5e3),
+    _event(ts=1690000000123456.789, dur=3.25),
+    _event(ts=1690000000123456, dur=3),
+    _event(ts=None),
+    _event(ts=...),
+    _event(dur=-1),
+    _event(name='a"b\\n\u00e9\t'),
+    _event(name="caf\u00e9 \u4e2d"),
+    _event(name=None),
+    _event(name=5),
+    _event(cat=None),
+    _event(args=None),
+    _event(args=[1, 2]),
+    _event(args={"correlation": True}),
+    _event(args={"x": {"y": [[[[{"z": [1, 2.5e10, None, True, "s"]}]]]]}}),
+    _event(args={"name": 5}),
+    _event(ph="Q"),
+    _event(ph=...),
+    _event(ph=7),
+    _event(cat="python_function", name="<built-in method>"),
+    _event(cat="Kernel", name="old_kernel"),
+    json.dumps({"ph": "i", "name": 5, "ts": "x", "s": "t"}),
+    json.dumps({"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}}),
+    json.dumps({"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": 3}}),
+    json.dumps({"ph": "f", "id": 1, "pid": 1, "tid": 2, "ts": 3, "bp": "e"}),
+    '{"ph": "X", "cat": "cpu_op", "name": "x", "t\\u0073": 5, "dur": 1}',
+    '{"ph": "X", "cat": "cpu_op", "name": "x", "ts": 1, "dur": 1, "args": {"x": "\\ud83d\\ude00"}}',
+    '{"ph": "X", "cat": "cpu_op", "name": "bad\udcff", "ts": 1, "dur": 1}',  # not UTF-8
+    '{"ph": "X", "cat": "cpu_op", "name": "x", "ts": 1, "dur": 1, "junk": "\udcfe"}',
+    '{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 1, "args": {"dtype": "\udcfe"}}',
+    '{"ph": "X", "cat": "cpu_op", "name": "x", "ts": 01, "dur": 1}',
+    '{"ph": "X", "cat": "cpu_op", "name": "x", "ts": NaN, "dur": 1}',
+    '{"ph": "X" , "cat" : "cpu_op" ,"name":"spaced",\n\t"ts" : 2 , "dur" : 3 }',
+    "[1, 2]",
+    '"a string"',
+]
+
+# The ones that are valid JSON: a trace of these is read whole, not refused.
+WELL_FORMED = [v for v in VARIANTS if "NaN" not in v and ": 01," not in v]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    events=st.lists(st.sampled_from(VARIANTS), min_size=1, max_size=40),
+    chunk=st.sampled_from([64, 200, 1 << 12]),
+    tail=st.sampled_from(["]}", '], "traceName": "x"}', "]", ""]),
+)
+def test_odd_events_read_the_same_both_ways(tmp_path_factory, events, chunk, tail):
+    path = tmp_path_factory.mktemp("odd") / "t.json"
+    text = '{"traceEvents": [' + ", ".join(events) + tail
+    path.write_bytes(text.encode("utf-8", "surrogateescape"))
+    saved = source_module.CHUNK_SIZE, source_module.READ_SIZE
+    source_module.CHUNK_SIZE = source_module.READ_SIZE = chunk
+    try:
+        assert_same(*both_ways(path))
+    finally:
+        source_module.CHUNK_SIZE, source_module.READ_SIZE = saved

@@ -1,0 +1,152 @@
+"""Batches of decoded or scanned events -> the finished events table, in groups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from traceview.errors import Note
+from traceview.parse.columns import (
+    BATCH_SCHEMA,
+    COMM_ARGS_SCHEMA,
+    INT64_MAX,
+    complete_events,
+    scanned_events,
+)
+from traceview.parse.events import Batch
+from traceview.parse.fast import ScannedBatch
+
+
+class Events:
+    """Batches in, finished frames out. Finished in groups: the events are never held twice,
+    and polars' fixed cost per call is paid once per FINISH_ROWS events, not once per batch."""
+
+    def __init__(self) -> None:
+        self.frames: list[pl.DataFrame] = []
+        self.comm: list[pl.DataFrame] = []
+        self.unreadable = Unreadable()
+        self.rows = 0  # complete events so far, the unreadable ones included
+        self._finished_rows = 0
+        self._decoded: list[pl.DataFrame] = []  # frames waiting to be finished together
+        self._scanned: list[ScannedBatch] = []  # columns waiting to become one frame
+
+    def add(self, batch: Batch | ScannedBatch) -> None:
+        if isinstance(batch, ScannedBatch):
+            self._scanned.append(batch)
+            self.rows += batch.rows
+        else:
+            self._frame_scanned()  # keeps the rows in order
+            frame, comm = complete_events(batch.complete, self.rows)
+            self.rows += frame.height
+            self._decoded.append(frame)
+            self.comm.append(comm)
+        if self.rows - self._finished_rows >= FINISH_ROWS:
+            self.finish()
+
+    def _frame_scanned(self) -> None:
+        if self._scanned:
+            first = self.rows - sum(b.rows for b in self._scanned)
+            frame, comm = scanned_events(self._scanned, first)
+            self._decoded.append(frame)
+            self.comm.append(comm)
+            self._scanned = []
+
+    def finish(self) -> None:
+        self._frame_scanned()
+        if self._decoded:
+            frame = pl.concat(self._decoded)
+            self.frames.append(finished(frame, self._finished_rows, self.unreadable))
+            self._decoded, self._finished_rows = [], self.rows
+
+    def table(self) -> pl.DataFrame:
+        return (
+            pl.concat(self.frames, rechunk=False)
+            if self.frames
+            else finished(pl.DataFrame(schema=BATCH_SCHEMA), 0, self.unreadable)
+        )
+
+    def comm_args(self) -> pl.DataFrame:
+        return pl.concat(self.comm) if self.comm else pl.DataFrame(schema=COMM_ARGS_SCHEMA)
+
+    def extend(self, later: Events) -> None:
+        """Append the events of the trace's bytes after these (read apart): rows renumbered."""
+        self.finish()
+        later.finish()
+        shift = pl.col("row") + self.rows
+        self.frames += [f.with_columns(shift) for f in later.frames]
+        self.comm += [c.with_columns(shift) for c in later.comm]
+        self.rows += later.rows
+        self._finished_rows = self.rows
+        self.unreadable.missing += later.unreadable.missing
+        self.unreadable.negative += later.unreadable.negative
+
+
+@dataclass
+class Unreadable:
+    """Events skipped while finishing the batches, for the notes."""
+
+    missing: int = 0  # no readable ts or dur
+    negative: int = 0  # a negative duration
+
+    def notes(self) -> list[Note]:
+        out = []
+        if self.missing:
+            out.append(
+                Note(
+                    message=f"{self.missing:,} complete events without a readable ts or dur "
+                    "(missing, or beyond int64 nanoseconds) were skipped",
+                    severity="lossy",
+                )
+            )
+        if self.negative:
+            out.append(
+                Note(
+                    message=f"{self.negative:,} events with negative durations were skipped",
+                    severity="lossy",
+                )
+            )
+        return out
+
+
+FINISH_ROWS = 1 << 20
+# Categories no analysis reads (Python frames, Kineto's own spans, GPU annotations): dropped
+# as they are read. Their rows keep their numbers, so the others' stay as the args refer to them.
+USED_CATEGORIES = ("kernel", "memcpy", "memset", "runtime", "cpu_op", "user_annotation")
+
+
+def finished(frame: pl.DataFrame, first_row: int, unreadable: Unreadable) -> pl.DataFrame:
+    """Batches as Trace.events holds them: rows numbered, unreadable events counted and
+    dropped, and the categories no analysis reads."""
+    events = (
+        frame.lazy()
+        .with_columns(row=pl.int_range(first_row, first_row + pl.len(), dtype=pl.Int64))
+        # An end past int64 nanoseconds (ts and dur each in range, their sum not) is unreadable.
+        .with_columns(
+            pl.when(pl.col("ts_ns") <= INT64_MAX - pl.col("dur_ns").clip(0)).then(pl.col("ts_ns"))
+        )
+    )
+    counts = events.select(
+        missing=(pl.col("ts_ns").is_null() | pl.col("dur_ns").is_null()).sum(),
+        negative=(pl.col("dur_ns") < 0).sum(),
+    )
+    kept = events.filter(
+        pl.col("ts_ns").is_not_null()
+        & (pl.col("dur_ns") >= 0)
+        & pl.col("cat").is_in(USED_CATEGORIES)
+    ).select(
+        "row",
+        "ts_ns",
+        end_ns=pl.col("ts_ns") + pl.col("dur_ns"),
+        name="name",
+        cat="cat",
+        pid="pid",
+        tid="tid",
+        correlation="correlation",
+        device="device",
+        stream="stream",
+    )
+    counted, out = pl.collect_all([counts, kept])
+    unreadable.missing += int(counted["missing"][0])
+    unreadable.negative += int(counted["negative"][0])
+    return out

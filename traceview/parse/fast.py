@@ -1,0 +1,160 @@
+"""The compiled fast path of the parser (parse/_scan.c), where it was built.
+
+The scanner turns the plain events of a buffer straight into int64 columns; this module turns
+its answer into a ScannedBatch, decoding the few things it leaves behind (metadata events, the
+args of communication events, ids written as strings) with the same structs and readers as the
+pure-Python path. A batch the scanner calls odd is not a ScannedBatch: the caller decodes it the
+pure-Python way. Set TRACEVIEW_PURE_PYTHON=1 to use the pure-Python path everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import numpy as np
+import polars as pl
+
+from traceview.parse.args import TRACE_ARGS, Args
+from traceview.parse.events import FLOAT_EXACT_NS, KNOWN_PHASES, STRICT_EVENT, MetadataEvent
+from traceview.parse.names import KEEPS_COMM_ARGS
+
+try:
+    from traceview.parse import _scan  # type: ignore[attr-defined]
+except ImportError:  # not built here: the pure-Python path does all the work
+    _scan = None
+
+PURE_PYTHON_ENV = "TRACEVIEW_PURE_PYTHON"
+NONE = -(1 << 63)  # the scanner's missing value
+# The scanner's columns, in its order (parse/_scan.c).
+COLUMNS = ("ts_ns", "dur_ns", "name", "cat", "pid", "tid", "correlation", "device", "stream")
+ARGS_AT, ARGS_END = len(COLUMNS), len(COLUMNS) + 1
+ODD_ID_COLUMN = {4: "pid", 5: "tid", 6: "correlation", 7: "device", 8: "stream"}
+# How the scanner checks each declared arg (its K_* kinds): the three ids it reads, values the
+# decoder types int | float | str | null, raw JSON, and text or null.
+_KIND = {"correlation": 0, "device": 1, "stream": 2}
+_KIND_OF_READING = {"id": 3, "count": 3, "text": 3, "list_length": 4, "raw": 4, "name": 5}
+_ARGS = msgspec.json.Decoder(Args)
+
+
+def available() -> bool:
+    """True where the compiled scanner was built and is not switched off."""
+    return _scan is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
+@dataclass(frozen=True)
+class ScannedBatch:
+    """Complete events as columns (rows in trace order) plus what was decoded beside them."""
+
+    columns: np.ndarray  # (len(COLUMNS) + 2, rows) int64; NONE where missing
+    names: pl.Series  # Categorical: the trace's distinct names so far, by the scanner's ids
+    categories: pl.Series  # the same for categories, as written
+    metadata: list[MetadataEvent]
+    comm_args: list[tuple[int, Any]]  # (row in batch, Args) of communication events
+    odd_ids: dict[str, list[tuple[int, object]]]  # column -> (row in batch, decoded value)
+
+    @property
+    def rows(self) -> int:
+        return int(self.columns.shape[1])
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """The scanner's answer for one buffer. `batch` None: no cut (more bytes needed) or odd."""
+
+    batch: ScannedBatch | None
+    odd: bool
+    next: int  # where the next event starts, after a batch
+    precise: bool  # the trace's timestamps are epoch microseconds with fractions
+    ended: bool  # the array's end follows the batch: the caller reads the rest
+
+
+class Scanner:
+    """One trace's scanner: its tables of distinct names and categories span all its batches."""
+
+    def __init__(self) -> None:
+        assert _scan is not None
+        keys = [
+            (a.key.encode(), _KIND.get(a.column, _KIND_OF_READING[a.reading])) for a in TRACE_ARGS
+        ]
+        self._scanner = _scan.Scanner("".join(sorted(KNOWN_PHASES)).encode(), keys)
+        self._names: list[str] = []
+        self._categories: list[str] = []
+        self._comm_names: list[bool] = []  # by name id: its events keep their args
+        self._name_series = pl.Series(dtype=pl.Categorical)
+        self._category_series = pl.Series(dtype=pl.Categorical)
+
+    def scan(self, buf: bytes, pos: int, precise: bool) -> Scanned:
+        (
+            status,
+            _close,
+            nxt,
+            columns,
+            metadata,
+            odd_ids,
+            new_names,
+            new_categories,
+            first_ts,
+            any_fraction,
+            big_fraction_ts,
+            big_fraction_dur,
+            ended,
+        ) = self._scanner.scan(buf, pos)
+        self._learn(new_names, new_categories)
+        odd = Scanned(None, True, pos, precise, False)
+        if status == _scan.ODD:
+            return odd
+        if status == _scan.NEED_MORE:
+            return Scanned(None, False, pos, precise, ended)
+        # The pure-Python path's rule (parse/events.py needs_precision), from the scanner's counts.
+        precise = precise or (first_ts is not None and first_ts >= FLOAT_EXACT_NS and any_fraction)
+        if (big_fraction_ts and not precise) or big_fraction_dur:
+            return odd  # float64 would blur these as that path reads them: leave them to it
+        table = np.frombuffer(columns, dtype=np.int64)
+        table = table.reshape(len(COLUMNS) + 2, len(table) // (len(COLUMNS) + 2))
+        try:  # what the scanner leaves to the decoder; its refusal makes the batch odd
+            meta = [STRICT_EVENT.decode(buf[a:b]) for a, b in _pairs(metadata)]
+            comm_args = self._comm_args(buf, table)
+            ids = self._odd_ids(buf, odd_ids)
+        except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            return odd
+        batch = ScannedBatch(
+            columns=table,
+            names=self._name_series,
+            categories=self._category_series,
+            metadata=[m for m in meta if m.__class__ is MetadataEvent],
+            comm_args=comm_args,
+            odd_ids=ids,
+        )
+        return Scanned(batch, False, nxt, precise, ended)
+
+    def _learn(self, names: list[str], categories: list[str]) -> None:
+        if names:
+            self._names += names
+            self._comm_names += [KEEPS_COMM_ARGS.match(n) is not None for n in names]
+            self._name_series = pl.Series(self._names, dtype=pl.Categorical)
+        if categories:
+            self._categories += categories
+            self._category_series = pl.Series(self._categories, dtype=pl.Categorical)
+
+    def _comm_args(self, buf: bytes, table: np.ndarray) -> list[tuple[int, Any]]:
+        keeps = np.asarray(self._comm_names, dtype=bool)
+        rows: np.ndarray | list[int] = (
+            np.flatnonzero(keeps[table[2]] & (table[ARGS_AT] != NONE)) if keeps.any() else []
+        )
+        return [(int(i), _ARGS.decode(buf[table[ARGS_AT, i] : table[ARGS_END, i]])) for i in rows]
+
+    @staticmethod
+    def _odd_ids(buf: bytes, odd: bytes) -> dict[str, list[tuple[int, object]]]:
+        out: dict[str, list[tuple[int, object]]] = {}
+        quads = np.frombuffer(odd, dtype=np.int64).reshape(-1, 4)
+        for row, column, at, end in quads.tolist():
+            value = msgspec.json.decode(buf[at:end])
+            out.setdefault(ODD_ID_COLUMN[column], []).append((row, value))
+        return out
+
+
+def _pairs(flat: bytes) -> list[tuple[int, int]]:
+    return [tuple(p) for p in np.frombuffer(flat, dtype=np.int64).reshape(-1, 2).tolist()]  # type: ignore[misc]
