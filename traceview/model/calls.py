@@ -33,9 +33,13 @@ _COUNTS, _C10D_SHAPES, _INPUT_SHAPE = 0, 1, 2
 
 def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame:
     """Every CPU op that is part of launching a collective, with its own arguments."""
-    ops = events.filter(
-        pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, COMM_CALL)
-    ).join(comm_args, on="row", how="left")
+    ops = (
+        events.lazy()
+        .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, COMM_CALL))
+        .select("row", "name", "pid", "tid", "ts_ns", "end_ns")
+        .collect()
+        .join(comm_args, on="row", how="left")
+    )
     name = pl.col("name").cast(pl.String)
     source = (
         pl.when(name == "record_param_comms")

@@ -32,8 +32,11 @@ _NO_COLLECTIVE = {
 
 
 def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
-    events = trace.events.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"])).select(
-        "row", "pid", "tid", "name", "cat", "ts_ns", "end_ns"
+    events = (
+        trace.events.lazy()
+        .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]))
+        .select("row", "pid", "tid", "name", "cat", "ts_ns", "end_ns")
+        .collect()
     )
     gloo = named(events, GLOO_SPAN)
     # Spans the user names as communication are that, wherever they run; their thread stays

@@ -16,15 +16,14 @@ DEVICE_CATS = ["kernel", "memcpy", "memset"]
 
 
 def has_gpu_activity(trace: Trace) -> bool:
-    return trace.events.filter(pl.col("cat").is_in(DEVICE_CATS)).height > 0
+    return bool(trace.events.select(pl.col("cat").is_in(DEVICE_CATS).any()).item())
 
 
 def launches_gpu_work(trace: Trace) -> bool:
     """Whether the CPU side launched GPU work (runtime calls, NCCL collectives), recorded or not."""
     events = trace.events
-    return (
-        events.filter((pl.col("cat") == "runtime") | named(events, GPU_COLLECTIVE_SPAN)).height > 0
-    )
+    launching = (pl.col("cat") == "runtime") | named(events, GPU_COLLECTIVE_SPAN)
+    return bool(events.select(launching.any()).item())
 
 
 def launches_recorded(device: pl.DataFrame) -> bool:
@@ -34,23 +33,26 @@ def launches_recorded(device: pl.DataFrame) -> bool:
 
 def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
     events = trace.events
+    device = events.filter(pl.col("cat").is_in(DEVICE_CATS))
+    # The runtime calls that launched them, looked up only for the correlation ids the device
+    # work has (most runtime calls launch nothing the trace kept); lazy, so that only the
+    # columns used are filtered: the events table is the largest thing in memory.
+    launched = device["correlation"].drop_nulls().unique()
     launches = (
-        events.filter((pl.col("cat") == "runtime") & pl.col("correlation").is_not_null())
+        events.lazy()
+        .filter((pl.col("cat") == "runtime") & pl.col("correlation").is_in(launched.implode()))
         .select(
             "correlation",
             launch_ns=pl.col("ts_ns"),
             launch_pid=pl.col("pid"),
             launch_tid=pl.col("tid"),
         )
-        .unique("correlation", keep="first")
+        .filter(pl.col("correlation").is_first_distinct())  # lighter than unique(keep="first")
+        .collect()
     )
-    device = (
-        events.filter(pl.col("cat").is_in(DEVICE_CATS))
-        .join(launches, on="correlation", how="left")
-        .with_columns(
-            device=pl.coalesce("device", "pid"),
-            stream=pl.coalesce("stream", "tid"),
-        )
+    device = device.join(launches, on="correlation", how="left").with_columns(
+        device=pl.coalesce("device", "pid"),
+        stream=pl.coalesce("stream", "tid"),
     )
     is_comm = named(device, COMM_KERNEL)
     if comm_pattern:

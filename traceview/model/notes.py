@@ -17,7 +17,7 @@ SUGGESTED_KERNELS = 3
 def timeline_notes(
     trace: Trace, mode: str, spans: pl.DataFrame, intervals: pl.DataFrame, comm_measured: bool
 ) -> Iterator[Note]:
-    unnumbered = trace.events.filter(named(trace.events, r"^ProfilerStep#\d{19,}$")).height
+    unnumbered = trace.events.select(named(trace.events, r"^ProfilerStep#\d{19,}$").sum()).item()
     if unnumbered:
         yield Note(
             message=f"{unnumbered:,} ProfilerStep spans have numbers too long to read: skipped",

@@ -19,7 +19,8 @@ SCOPE_SCHEMA = {
 def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
     """CPU spans whose names match `pattern`, sorted by start."""
     return (
-        events.filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, pattern))
+        events.lazy()
+        .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, pattern))
         .select(
             "pid",
             "tid",
@@ -28,6 +29,7 @@ def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
             scope_name=pl.col("name").cast(pl.String),
         )
         .sort("scope_start")
+        .collect()
     )
 
 
@@ -38,15 +40,16 @@ def innermost(
     `when` (spans nest, so that is the innermost), or null."""
     if scopes.height == 0 or frame.height == 0:
         return frame.with_columns(pl.lit(None, pl.String).alias(out))
+    # Only the keys are sorted and joined (the frame may be wide), then put back in order.
     keyed = (
-        frame.with_row_index("_order")
-        .with_columns(
+        frame.select(
+            _order=pl.int_range(pl.len(), dtype=pl.UInt32),
+            _at=pl.col(when),
             _when=pl.col(when).fill_null(-1),
             _pid=pl.col(pid).fill_null(-1),
             _tid=pl.col(tid).fill_null(-1),
         )
-        .sort("_when")
-    )
+    ).sort("_when")
     joined = keyed.join_asof(
         scopes.rename({"pid": "_pid", "tid": "_tid"}),
         left_on="_when",
@@ -55,12 +58,9 @@ def innermost(
         strategy="backward",
         check_sortedness=False,
     )
-    inside = pl.col(when).is_not_null() & (pl.col(when) < pl.col("scope_end"))
-    return (
-        joined.with_columns(pl.when(inside).then(pl.col("scope_name")).alias(out))
-        .sort("_order")
-        .drop("_order", "_when", "_pid", "_tid", "scope_start", "scope_end", "scope_name")
-    )
+    inside = pl.col("_at").is_not_null() & (pl.col("_at") < pl.col("scope_end"))
+    found = joined.select("_order", pl.when(inside).then(pl.col("scope_name")).alias(out))
+    return frame.with_columns(found.sort("_order")[out])
 
 
 def fsdp_module(span_name: pl.Expr) -> pl.Expr:

@@ -13,9 +13,8 @@ def step_spans(events: pl.DataFrame) -> pl.DataFrame:
     """One row per ProfilerStep#N CPU span, sorted by start."""
     name = pl.col("name").cast(pl.String)
     return (
-        events.filter(
-            pl.col("cat").is_in(["user_annotation", "cpu_op"]) & named(events, PROFILER_STEP)
-        )
+        events.lazy()
+        .filter(pl.col("cat").is_in(["user_annotation", "cpu_op"]) & named(events, PROFILER_STEP))
         .select(
             step=name.str.extract(PROFILER_STEP, 1).cast(pl.Int64, strict=False),
             span_start_ns=pl.col("ts_ns"),
@@ -24,6 +23,7 @@ def step_spans(events: pl.DataFrame) -> pl.DataFrame:
         .drop_nulls("step")  # a number too long for int64 (model/notes.py says so)
         .unique("step", keep="first")
         .sort("span_start_ns")
+        .collect()
     )
 
 
