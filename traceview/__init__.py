@@ -9,6 +9,7 @@ hidden behind compute? Parse PyTorch profiler traces and measure it per rank, st
     traceview.ingest(["runs/"], "store")       # into a Parquet store, which loads as traces do
 """
 
+from traceview import preload  # noqa: F401  # first: it sets up native libraries before they load
 from traceview.algebra import IntervalSet, union
 from traceview.analysis import (
     JOB_CALLS_SCHEMA,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from traceview.algebra import IntervalSet
+from traceview.algebra import EMPTY, IntervalSet, union
 from traceview.analysis.breakdown import Breakdown, breakdown
 from traceview.analysis.spans import kind_set
 from traceview.model import Timeline
@@ -75,14 +75,41 @@ def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:
             StepBreakdown(step=step, breakdown=breakdown(compute, comm, start, end))
             for step, start, end in timeline.step_spans.sort("step").iter_rows()
         ]
+    # Split once by step and kind (hundreds of steps: one filter each would cost more).
+    parts = (
+        work.lazy()
+        .filter(pl.col("step").is_not_null())
+        .select("step", "kind", "ts_ns", "end_ns")
+        .collect()
+        .partition_by("step", "kind", as_dict=True)
+    )
+    by_step: dict[int, dict[str, pl.DataFrame]] = {}
+    for (step, kind), rows in parts.items():
+        by_step.setdefault(int(step), {})[str(kind)] = rows  # type: ignore[call-overload]
     out = []
-    for (step,), rows in (
-        work.filter(pl.col("step").is_not_null()).sort("step").group_by("step", maintain_order=True)
-    ):
-        own = _own_window(rows, timeline)
+    for step in sorted(by_step):
+        own = _kinds_window(by_step[step], timeline)
         if own is not None:
-            out.append(StepBreakdown(step=int(step), breakdown=own))  # type: ignore[arg-type]
+            out.append(StepBreakdown(step=step, breakdown=own))
     return out
+
+
+def _kinds_window(kinds: dict[str, pl.DataFrame], timeline: Timeline) -> Breakdown | None:
+    """_own_window of rows already split by kind."""
+    spanning = [kinds[k] for k in WINDOW_KINDS if k in kinds]
+    if not spanning:
+        return None
+
+    def union_of(kind: str) -> IntervalSet:
+        rows = kinds.get(kind)
+        return EMPTY if rows is None else union(rows["ts_ns"].to_numpy(), rows["end_ns"].to_numpy())
+
+    return breakdown(
+        union_of("compute"),
+        union_of("comm") if timeline.comm_measured else None,
+        min(int(rows["ts_ns"].min()) for rows in spanning),  # type: ignore[arg-type]
+        max(int(rows["end_ns"].max()) for rows in spanning),  # type: ignore[arg-type]
+    )
 
 
 def before_first_step(timeline: Timeline) -> BeforeFirstStep | None:
