@@ -1,11 +1,14 @@
-"""Speed and memory of `traceview analyze`, end to end, against stdlib json.load.
+"""Speed and memory of `traceview analyze`, end to end, against Holistic Trace Analysis and the
+floors of reading and decoding the same bytes, all in one run.
 
-Builds traces by tiling a real one (benchmarks/tile.py) at the sizes asked, runs each tool as
-its own process, and reports wall time, CPU time, MB/s per core and peak RSS. Run from the
-repository root:
+Builds traces by tiling a real one (benchmarks/tile.py) at the sizes asked and runs each tool as
+its own process, reporting wall time, CPU time (all threads and children), cores used, MB/s per
+core and peak RSS. Holistic Trace Analysis (load + communication/computation overlap) runs from
+its own virtual environment, made on first use (`--hta-venv`; PyPI's HolisticTraceAnalysis).
+Run from the repository root:
 
-    .venv/bin/python benchmarks/bench_analyze.py                 # 50, 200, 1000 MB + 8 x 200 MB
-    .venv/bin/python benchmarks/bench_analyze.py --sizes 50 --ranks 0   # a quick look
+    .venv/bin/python benchmarks/bench_analyze.py                      # 58 MB … 5 GB, HTA to 263 MB
+    .venv/bin/python benchmarks/bench_analyze.py --sizes 58 --hta-max-mb 0 --repeat 1   # a look
 """
 
 from __future__ import annotations
@@ -18,15 +21,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from tile import tile
-
 ROOT = Path(__file__).parents[1]
 DEFAULT_SOURCES = [
     ROOT.parent / "shared/traces/nccl_ddp_resnet_w2_rank0/nccl_data.json.gz",  # Kineto's own text
     ROOT / "tests/fixtures/traces/nccl_ddp_w2_rank0_step5.json.gz",  # the same job, one step
 ]
 MB = 1e6
+HTA_VERSION = "0.5.0"
 
 
 @dataclass
@@ -36,16 +37,18 @@ class Run:
     peak_rss_mb: float
 
 
-def measure(cmd: list[str], repeat: int) -> Run:
+def measure(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> Run:
     """The median (by wall time) of `repeat` runs: this machine's timings vary run to run."""
-    runs = sorted((measure_once(cmd) for _ in range(repeat)), key=lambda r: r.wall_s)
+    runs = sorted((measure_once(cmd, env) for _ in range(repeat)), key=lambda r: r.wall_s)
     return runs[len(runs) // 2]
 
 
-def measure_once(cmd: list[str]) -> Run:
+def measure_once(cmd: list[str], env: dict[str, str] | None = None) -> Run:
     """Run cmd; its wall time, its CPU time with its children's, and the largest process's RSS."""
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) not in (0, 1):
@@ -71,40 +74,89 @@ def traceview_cmd(path: Path) -> list[str]:
     ]
 
 
-_TINY = '{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":%d,"dur":1}'
-TINY_EVENT_BYTES = len(_TINY % 10**9) + 1
+# The floors: what reading the bytes, and decoding them, cost with nothing after; timed inside
+# the process, after its imports (a throughput, without the start-up every tool pays).
+_FLOOR = """
+import sys, time
+from pathlib import Path
+from traceview.parse.source import ByteSource
+from traceview.parse.stream import EventStream
+path, what = Path(sys.argv[1]), sys.argv[2]
+start = time.process_time()
+if what == "read":
+    f = path.open("rb")
+    while f.read(4 << 20):
+        pass
+else:
+    for _ in EventStream(ByteSource(path).chunks(), compiled=what == "compiled").batches():
+        pass
+print(time.process_time() - start)
+"""
+
+FLOORS = {
+    "read": "open().read(), 4 MB at a time",
+    "msgspec": "msgspec's typed decode of the fields used (the pure-Python path)",
+    "compiled": "the compiled scanner, one thread, its columns and nothing more",
+}
 
 
-def tiny_events(path: Path, size_bytes: int) -> None:
-    """A CPU trace of minimal events, back to back on one thread: the most events per byte a
-    profiler writes, so the most memory per byte an analysis needs."""
-    with path.open("w") as out:
-        out.write('{"traceEvents":[')
-        for i in range(size_bytes // TINY_EVENT_BYTES):
-            out.write(("," if i else "") + _TINY % (10**9 + 2 * i))
-        out.write("]}")
+def floor_cpu_s(path: Path, what: str, repeat: int) -> float:
+    """The median CPU seconds of `what` on the file, its start-up left out."""
+    runs = sorted(
+        float(subprocess.check_output([sys.executable, "-c", _FLOOR, str(path), what], text=True))
+        for _ in range(repeat)
+    )
+    return runs[len(runs) // 2]
 
 
-def json_load_cmd(path: Path) -> list[str]:
-    code = "import json, sys; json.load(open(sys.argv[1], 'rb'))"
-    return [sys.executable, "-c", code, str(path)]
+def floor_row(label: str, size: float, cpu_s: float) -> str:
+    per_core = size / MB / cpu_s
+    return f"| floor: {label} | {size / MB:,.0f} | – | {cpu_s:.2f} | – | – | {per_core:,.0f} |" + (
+        " – |" * 3
+    )
 
 
-def row(label: str, size: float, run: Run, baseline: Run | None = None) -> str:
+def hta_python(venv: Path) -> Path:
+    """The Python of a virtual environment holding Holistic Trace Analysis, made if missing."""
+    python = venv / "bin/python"
+    if not (venv / ".hta-installed").exists():
+        print(f"installing HolisticTraceAnalysis {HTA_VERSION} into {venv} ...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", f"HolisticTraceAnalysis=={HTA_VERSION}"],
+            check=True,
+        )
+        (venv / ".hta-installed").write_text(HTA_VERSION)
+    return python
+
+
+def hta_cmd(python: Path, path: Path, work: Path) -> list[str]:
+    """HTA's load of one rank's trace and its communication/computation overlap."""
+    folder = work / f"hta_{path.stem}"
+    folder.mkdir(exist_ok=True)
+    link = folder / "rank0.json"
+    if not link.exists():
+        link.symlink_to(path.resolve())
+    code = (
+        "import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
+        "TraceAnalysis(trace_dir=sys.argv[1]).get_comm_comp_overlap(visualize=False)"
+    )
+    return [str(python), "-c", code, str(folder)]
+
+
+def row(label: str, size: float, run: Run, versus: Run | None = None) -> str:
     per_core = size / MB / run.cpu_s
     text = (
         f"| {label} | {size / MB:,.0f} | {run.wall_s:.2f} | {run.cpu_s:.2f} | "
         f"{run.cpu_s / run.wall_s:.2f} | {size / MB / run.wall_s:,.0f} | {per_core:,.0f} | "
         f"{run.peak_rss_mb:,.0f} | {run.peak_rss_mb / (size / MB):.2f}× |"
     )
-    if baseline:
-        text += f" {baseline.wall_s / run.wall_s:.1f}× |"
-    return text
+    return text + (f" {versus.wall_s / run.wall_s:.1f}× |" if versus else " – |")
 
 
 HEADER = (
     "| what | MB | wall s | CPU s | cores used | MB/s | MB/s per core | peak RSS MB | "
-    "RSS / size | faster than json.load |\n" + "|---" * 10 + "|"
+    "RSS / size | traceview faster by |\n" + "|---" * 10 + "|"
 )
 
 
@@ -116,77 +168,95 @@ def _linear_fit(xs: list[float], ys: list[float]) -> tuple[float, float]:
     return my - slope * mx, slope
 
 
+TILE = Path(__file__).parent / "tile.py"
+
+
+def built(source: Path, path: Path, size_bytes: int) -> Path:
+    """The tiled trace, built by a process of its own: this one stays small, as the peak RSS
+    of each process it starts counts its memory from before the start."""
+    if not path.exists():
+        print(f"building {path.name} ...", file=sys.stderr)
+        subprocess.run([sys.executable, TILE, source, path, str(size_bytes)], check=True)
+    return path
+
+
+def epoch_built(base: Path, work: Path) -> tuple[Path, Path]:
+    """tile.epoch_copies of `base` (with fractions, whole), built by a process of its own."""
+    subprocess.run([sys.executable, TILE, "--epoch", base, work], check=True)
+    return work / f"{base.stem}.epoch_frac.json", work / f"{base.stem}.epoch_int.json"
+
+
+def measure_pair(a: list[str], b: list[str], repeat: int) -> tuple[Run, Run]:
+    """Two commands measured in turn (a, b, a, b, ...), each the median of `repeat`: the
+    machine's drift then falls on both alike."""
+    runs: tuple[list[Run], list[Run]] = ([], [])
+    for _ in range(repeat):
+        runs[0].append(measure_once(a))
+        runs[1].append(measure_once(b))
+    first, second = (sorted(r, key=lambda r: r.cpu_s)[len(r) // 2] for r in runs)
+    return first, second
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--sizes", default="50,200,1000", help="single-trace sizes in MB")
-    ap.add_argument("--ranks", type=int, default=8, help="rank traces in the folder run (0: skip)")
-    ap.add_argument("--rank-size", type=int, default=200, help="MB per rank trace")
+    ap.add_argument("--sizes", default="58,263,1000,2000,5000", help="trace sizes in MB")
+    ap.add_argument("--hta-max-mb", type=int, default=263, help="run HTA up to this size (0: no)")
+    ap.add_argument("--floors-max-mb", type=int, default=1000, help="measure the floors up to here")
+    ap.add_argument("--hta-venv", type=Path, default=ROOT / "bench_out/hta-venv")
+    ap.add_argument("--epoch-mb", type=int, default=263, help="size of the timestamp comparison")
     ap.add_argument("--source", type=Path, help="the real trace to tile")
     ap.add_argument("--work", type=Path, default=ROOT / "bench_out", help="where traces are built")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median kept)")
-    ap.add_argument(
-        "--tiny",
-        type=int,
-        default=200,
-        metavar="MB",
-        help="also a trace of that many MB of minimal CPU events, the worst mix for memory "
-        "per byte (0: skip)",
-    )
     args = ap.parse_args()
     source = args.source or next((p for p in DEFAULT_SOURCES if p.exists()), None)
     if source is None or not source.exists():
         raise SystemExit("no source trace: pass --source")
     args.work.mkdir(exist_ok=True)
+    # Start-up as users have it: Python caches traceview's compiled modules on the first run
+    # (not where PYTHONDONTWRITEBYTECODE is set, as on some machines: then each run compiles).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "traceview")], check=True)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    hta = hta_python(args.hta_venv) if args.hta_max_mb and min(sizes) <= args.hta_max_mb else None
     print(
         f"source: {source.name} · {os.cpu_count()} cores · python {sys.version.split()[0]} · "
-        f"median of {args.repeat} runs"
+        f"median of {args.repeat} runs · HTA {HTA_VERSION if hta else 'not run'}"
     )
     print(HEADER)
     singles: list[tuple[float, Run]] = []
-    for mb in (int(s) for s in args.sizes.split(",") if s):
-        path = args.work / f"tiled_{mb}MB.json"
-        if not path.exists():
-            print(f"building {path.name} ...", file=sys.stderr)
-            tile(source, path, mb * 10**6)
+    for mb in sizes:
+        path = built(source, args.work / f"tiled_{mb}MB.json", mb * 10**6)
         size = path.stat().st_size
-        base = measure(json_load_cmd(path), args.repeat)
         run = measure(traceview_cmd(path), args.repeat)
-        print(row(f"json.load, {mb} MB", size, base) + " – |")
-        print(row(f"traceview analyze, {mb} MB", size, run, base))
+        theirs = None
+        if hta and mb <= args.hta_max_mb:
+            theirs = measure(hta_cmd(hta, path, args.work), args.repeat)
+        print(row(f"**traceview analyze, {mb} MB**", size, run, theirs))
+        if theirs:
+            print(row(f"HTA load + overlap, {mb} MB", size, theirs))
+        if mb <= args.floors_max_mb:
+            for what, label in FLOORS.items():
+                print(floor_row(f"{label}, {mb} MB", size, floor_cpu_s(path, what, args.repeat)))
         singles.append((size / 10**9, run))
-    if args.ranks:
-        folder = args.work / f"ranks_{args.ranks}x{args.rank_size}MB"
-        folder.mkdir(exist_ok=True)
-        for r in range(args.ranks):
-            path = folder / f"rank{r}.json"
-            if not path.exists():
-                print(f"building {folder.name}/{path.name} ...", file=sys.stderr)
-                tile(source, path, args.rank_size * 10**6, rank=r)
-        size = sum(p.stat().st_size for p in folder.iterdir())
-        run = measure([*traceview_cmd(folder), "--jobs", str(os.cpu_count())], args.repeat)
-        print(
-            row(f"traceview analyze, folder of {args.ranks} × {args.rank_size} MB", size, run)
-            + " – |"
-        )
+        sys.stdout.flush()
 
-    if args.tiny:
-        path = args.work / f"tiny_events_{args.tiny}MB.json"
-        if not path.exists():
-            print(f"building {path.name} ...", file=sys.stderr)
-            tiny_events(path, args.tiny * 10**6)
-        size = path.stat().st_size
-        run = measure(traceview_cmd(path), args.repeat)
-        events = size // TINY_EVENT_BYTES
-        print(row(f"traceview analyze, {args.tiny} MB of tiny events", size, run) + " – |")
-        print(f"\ntiny events: {run.peak_rss_mb * MB / events:,.0f} bytes of peak RSS per event")
-
+    base = args.work / f"tiled_{args.epoch_mb}MB.json"
+    frac, whole = epoch_built(built(source, base, args.epoch_mb * 10**6), args.work)
+    repeat = max(args.repeat, 5)
+    timed_whole, timed_frac = measure_pair(traceview_cmd(whole), traceview_cmd(frac), repeat)
+    for label, path, run in (("whole", whole, timed_whole), ("with fractions", frac, timed_frac)):
+        print(row(f"traceview analyze, epoch µs {label}", path.stat().st_size, run))
+    print(
+        f"\nfractional ÷ whole timestamps, CPU: {timed_frac.cpu_s / timed_whole.cpu_s:.2f}× "
+        f"(medians of {repeat}, measured in turn)"
+    )
     if len(singles) >= 2:
         fixed, per_gb = _linear_fit([gb for gb, _ in singles], [r.cpu_s for _, r in singles])
         print(
-            f"\nCPU seconds ≈ {fixed:.2f} + {per_gb:.2f} × GB (least squares over the single "
-            f"traces): {1000 / per_gb:,.0f} MB/s per core once started, {fixed:.2f} s to start"
+            f"CPU seconds ≈ {fixed:.2f} + {per_gb:.2f} × GB (least squares over the sizes): "
+            f"{1000 / per_gb:,.0f} MB/s per core once started; CPU seconds per GB at each size: "
+            + ", ".join(f"{gb:g} GB {r.cpu_s / gb:.2f}" for gb, r in singles if gb >= 0.2)
         )
 
 

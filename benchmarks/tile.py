@@ -62,3 +62,29 @@ def tile(source: Path, target: Path, size_bytes: int, rank: int | None = None) -
             copy += 1
         out.write(tail)
     return written + len(tail)
+
+
+EPOCH_US = 1_600_000_000_000_000  # 2020 in microseconds: past float64's exact nanoseconds
+_EPOCH_TS = re.compile(rb'"ts": (\d+)(\.\d+)?')
+
+
+def epoch_copies(source: Path, out: Path) -> tuple[Path, Path]:
+    """The trace with every ts moved to the epoch: once with its fractions, once without."""
+    text = source.read_bytes()
+    frac, whole = out / f"{source.stem}.epoch_frac.json", out / f"{source.stem}.epoch_int.json"
+    if not frac.exists():
+        frac.write_bytes(
+            _EPOCH_TS.sub(lambda m: b'"ts": %d%s' % (int(m[1]) + EPOCH_US, m[2] or b".500"), text)
+        )
+    if not whole.exists():
+        whole.write_bytes(_EPOCH_TS.sub(lambda m: b'"ts": %d' % (int(m[1]) + EPOCH_US), text))
+    return frac, whole
+
+
+if __name__ == "__main__":  # run by the benchmarks, so that they stay small themselves
+    import sys
+
+    if sys.argv[1] == "--epoch":  # tile.py --epoch BASE OUT
+        epoch_copies(Path(sys.argv[2]), Path(sys.argv[3]))
+    else:  # tile.py SOURCE TARGET BYTES
+        tile(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))

@@ -109,7 +109,7 @@ class Unreadable:
         return out
 
 
-FINISH_ROWS = 1 << 17
+FINISH_ROWS = 1 << 16
 # Categories no analysis reads (Python frames, Kineto's own spans, GPU annotations): dropped
 # as they are read. Their rows keep their numbers, so the others' stay as the args refer to them.
 USED_CATEGORIES = ("kernel", "memcpy", "memset", "runtime", "cpu_op", "user_annotation")
