@@ -256,7 +256,7 @@ def main() -> None:
         print(
             f"CPU seconds ≈ {fixed:.2f} + {per_gb:.2f} × GB (least squares over the sizes): "
             f"{1000 / per_gb:,.0f} MB/s per core once started; CPU seconds per GB at each size: "
-            + ", ".join(f"{gb:g} GB {r.cpu_s / gb:.2f}" for gb, r in singles if gb >= 0.2)
+            + ", ".join(f"{gb:.2f} GB {r.cpu_s / gb:.2f}" for gb, r in singles if gb >= 0.2)
         )
 
 

@@ -7,6 +7,11 @@ import os
 import sys
 from pathlib import Path
 
+# Imported here, whole, before any page runs: each browser session runs the pages on a thread
+# of its own, and two threads importing pandas at once (altair imports it on first use) can see
+# it half initialised. Every session imports this module first, so they take turns.
+import altair  # noqa: F401
+import pandas  # noqa: F401
 import polars as pl
 import streamlit as st
 

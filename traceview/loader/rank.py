@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from traceview.analysis.rank import RankReport, keeps, rank_report
-from traceview.model import build_timeline
+from traceview.model import build_timeline, model_rows
 from traceview.parse import read_trace
 from traceview.parse.source import ProgressFn
 from traceview.parse.stream import MAX_EVENT_BYTES
@@ -23,7 +23,9 @@ def analyze_trace(
     """`comm_pattern`: more names to count as communication; `keep_intervals`: keep the model
     in the report (timelines, export) — a number N: only for ranks below N (and unnamed ones);
     `max_event_bytes`: the longest event read."""
-    trace = read_trace(path, progress, max_event_bytes)
+    # Only the rows the model reads are held while it is built (the events table is the
+    # largest thing in memory).
+    trace = model_rows(read_trace(path, progress, max_event_bytes))
     timeline = build_timeline(trace, comm_pattern)
     # The events are all in the timeline now: let them go before the measuring starts.
     trace = replace(trace, events=trace.events.clear())

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import polars as pl
 
 from traceview.errors import Note
 from traceview.model.cpu import cpu_intervals
-from traceview.model.gpu import gpu_intervals, has_gpu_activity, launches_gpu_work
+from traceview.model.gpu import DEVICE_CATS, gpu_intervals, has_gpu_activity, launches_gpu_work
 from traceview.model.notes import timeline_notes
 from traceview.model.schema import INTERVALS_SCHEMA
 from traceview.model.steps import step_spans
 from traceview.parse import Trace
+from traceview.parse.names import AUTOGRAD_OP, COMM_CALL, FSDP_SPAN, PROFILER_STEP, named
 
 Mode = Literal["gpu", "cpu"]
 
@@ -29,6 +30,22 @@ class Timeline:
     notes: tuple[Note, ...]
     # False for GPU work profiled without GPU activity: its communication cannot be seen.
     comm_measured: bool = True
+
+
+def model_rows(trace: Trace) -> Trace:
+    """The trace with only the events build_timeline reads. A GPU trace's model reads device
+    work, the runtime calls that launched it, and the CPU spans that give it context (steps,
+    the backward pass, FSDP modules, collective calls) — a third of its rows or less; the rest
+    (CPU ops, other runtime calls) need not be held while it is built. A CPU-only trace's model
+    reads every CPU span: it is returned as it is."""
+    events = trace.events
+    if not has_gpu_activity(trace):
+        return trace
+    device = pl.col("cat").is_in(DEVICE_CATS)
+    launched = events.filter(device)["correlation"].drop_nulls().unique()
+    context = named(events, "|".join((PROFILER_STEP, AUTOGRAD_OP, FSDP_SPAN, COMM_CALL)))
+    launches = (pl.col("cat") == "runtime") & pl.col("correlation").is_in(launched.implode())
+    return replace(trace, events=events.filter(device | launches | context))
 
 
 def build_timeline(trace: Trace, comm_pattern: str | None = None) -> Timeline:
