@@ -221,7 +221,7 @@ def main() -> None:
     hta = hta_python(args.hta_venv) if args.hta_max_mb and min(sizes) <= args.hta_max_mb else None
     print(
         f"source: {source.name} · {os.cpu_count()} cores · python {sys.version.split()[0]} · "
-        f"median of {args.repeat} runs · HTA {HTA_VERSION if hta else 'not run'}"
+        f"median of {args.repeat} runs · HTA {HTA_VERSION if hta else 'not run'}\n"
     )
     print(HEADER)
     singles: list[tuple[float, Run]] = []
@@ -249,7 +249,7 @@ def main() -> None:
         print(row(f"traceview analyze, epoch µs {label}", path.stat().st_size, run))
     print(
         f"\nfractional ÷ whole timestamps, CPU: {timed_frac.cpu_s / timed_whole.cpu_s:.2f}× "
-        f"(medians of {repeat}, measured in turn)"
+        f"(medians of {repeat}, measured in turn)\n"
     )
     if len(singles) >= 2:
         fixed, per_gb = _linear_fit([gb for gb, _ in singles], [r.cpu_s for _, r in singles])
