@@ -69,7 +69,7 @@ def test_wait_and_transfer_split_at_the_last_arrival(job):
     assert [a.wait_ns for a in cross.ranks] == [80 * US, 70 * US, 20 * US]
     assert [a.transfer_ns for a in cross.ranks] == [50 * US, 50 * US, 50 * US]
     assert [a.last_arrivals for a in cross.ranks] == [0, 1, 1]
-    assert cross.straggler in (1, 2)  # one last arrival each: a tie
+    assert cross.straggler is None  # one last arrival each: a tie, so no rank stands out
 
 
 def test_the_rank_that_arrives_last_most_often_is_the_straggler(tmp_path):

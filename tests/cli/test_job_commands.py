@@ -106,7 +106,7 @@ def test_ranks_on_the_real_nccl_pair():
     assert job["aligned"] and job["matched_collectives"] >= 4
     assert [r["rank"] for r in job["per_rank"]] == [0, 1]
     assert abs(job["per_rank"][1]["clock_offset_us"]) < 1000  # one cluster's clocks: close
-    assert job["straggler"] in (0, 1)
+    assert job["straggler"] in (0, 1, None)  # None where the two tie
     assert [s["step"] for s in job["step_skew"]] == [551, 552]
 
 

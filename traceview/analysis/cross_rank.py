@@ -53,7 +53,7 @@ class CrossRank:
     rejected: int  # proposed matches that did not hold together
     unmatched: int  # calls of some rank in no kept match
     ranks: tuple[RankAlignment, ...]  # empty when not aligned
-    straggler: int | None  # the rank that arrives last most often
+    straggler: int | None  # the rank that arrives last most often; None when ranks tie
     calls: pl.DataFrame  # every kept match per rank, aligned: + wait_ns, transfer_ns, match
 
     def of(self, rank: int) -> RankAlignment:
@@ -168,7 +168,7 @@ def _split(
     )
     residuals = dict(residual.iter_rows())
     last = (
-        aligned.sort("arrive", descending=True)
+        aligned.sort("arrive", "rank", descending=True)  # equal arrivals: the higher rank, always
         .group_by("match")
         .agg(pl.col("rank").first())
         .group_by("rank")
@@ -188,7 +188,7 @@ def _split(
         )
         for r in ranks
     )
-    straggler = max(last_counts, key=lambda r: last_counts[r]) if last_counts else None
+    straggler = _most_often_last(last_counts)
     matches = aligned["match"].n_unique()
     return CrossRank(
         reference_rank=reference,
@@ -225,3 +225,13 @@ def step_skew(step_windows: pl.DataFrame) -> list[StepSkew]:
             )
         )
     return sorted(out, key=lambda s: s.step)
+
+
+def _most_often_last(last_counts: dict[int, int]) -> int | None:
+    """The rank that arrived last more often than every other; None when two or more tie (no
+    rank stands out, and which one a table happened to list first must not decide)."""
+    if not last_counts:
+        return None
+    most = max(last_counts.values())
+    leaders = [r for r, n in last_counts.items() if n == most]
+    return leaders[0] if len(leaders) == 1 else None

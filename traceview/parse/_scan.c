@@ -21,8 +21,8 @@
 
 #define NONE INT64_MIN /* a missing value in every column */
 #define MAX_DEPTH 64
-/* Timestamps at or above this many ns (2^52 µs / 1000 ... see FLOAT_EXACT_US in events.py) are
- * where the pure-Python path decides between floats and decimals. */
+/* 2^52 ns: FLOAT_EXACT_US of parse/events.py in nanoseconds. From a first timestamp this large,
+ * with fractions, the pure-Python path reads a trace's timestamps as decimals, not floats. */
 #define FLOAT_EXACT_NS 4503599627370496LL
 #define FLOAT_INT_US 9007199254740992LL /* 2^53: integers above it blur as float64 */
 
@@ -371,20 +371,17 @@ static inline __attribute__((always_inline)) int read_number(const unsigned char
     if (p >= end) return END_OF_BUFFER;
     if (*p < '0' || *p > '9') return ODD;
     uint64_t whole = 0;
-    int digits = 0, overflow = 0;
+    int overflow = 0;
     if (*p == '0') {
         p++;
-        digits = 1;
         if (p < end && *p >= '0' && *p <= '9') return ODD; /* a leading zero */
     } else {
         while (p < end && *p >= '0' && *p <= '9') {
             if (whole > (UINT64_MAX - 9) / 10) overflow = 1;
             else whole = whole * 10 + (uint64_t)(*p - '0');
             p++;
-            digits++;
         }
     }
-    (void)digits;
     int frac_digits = 0;
     uint64_t frac = 0;
     int fraction_nonzero = 0;
