@@ -26,6 +26,13 @@ def launches_gpu_work(trace: Trace) -> bool:
     return bool(events.select(launching.any()).item())
 
 
+def launches_of(device: pl.DataFrame) -> pl.Expr:
+    """True for the runtime calls that launched this device work (by correlation id): most
+    runtime calls launch nothing the trace kept, and only these are looked up."""
+    launched = device["correlation"].drop_nulls().unique()
+    return (pl.col("cat") == "runtime") & pl.col("correlation").is_in(launched.implode())
+
+
 def launches_recorded(device: pl.DataFrame) -> bool:
     """Whether any device work in the trace is linked to the runtime call that launched it."""
     return device["launch_ns"].null_count() < device.height
@@ -34,13 +41,11 @@ def launches_recorded(device: pl.DataFrame) -> bool:
 def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
     events = trace.events
     device = events.filter(pl.col("cat").is_in(DEVICE_CATS))
-    # The runtime calls that launched them, looked up only for the correlation ids the device
-    # work has (most runtime calls launch nothing the trace kept); lazy, so that only the
-    # columns used are filtered: the events table is the largest thing in memory.
-    launched = device["correlation"].drop_nulls().unique()
+    # Lazy, so that only the columns used are filtered: the events table is the largest thing
+    # in memory.
     launches = (
         events.lazy()
-        .filter((pl.col("cat") == "runtime") & pl.col("correlation").is_in(launched.implode()))
+        .filter(launches_of(device))
         .select(
             "correlation",
             launch_ns=pl.col("ts_ns"),

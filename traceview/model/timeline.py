@@ -9,7 +9,13 @@ import polars as pl
 
 from traceview.errors import Note
 from traceview.model.cpu import cpu_intervals
-from traceview.model.gpu import DEVICE_CATS, gpu_intervals, has_gpu_activity, launches_gpu_work
+from traceview.model.gpu import (
+    DEVICE_CATS,
+    gpu_intervals,
+    has_gpu_activity,
+    launches_gpu_work,
+    launches_of,
+)
 from traceview.model.notes import timeline_notes
 from traceview.model.schema import INTERVALS_SCHEMA
 from traceview.model.steps import step_spans
@@ -42,9 +48,8 @@ def model_rows(trace: Trace) -> Trace:
     if not has_gpu_activity(trace):
         return trace
     device = pl.col("cat").is_in(DEVICE_CATS)
-    launched = events.filter(device)["correlation"].drop_nulls().unique()
     context = named(events, "|".join((PROFILER_STEP, AUTOGRAD_OP, FSDP_SPAN, COMM_CALL)))
-    launches = (pl.col("cat") == "runtime") & pl.col("correlation").is_in(launched.implode())
+    launches = launches_of(events.filter(device))
     return replace(trace, events=events.filter(device | launches | context))
 
 

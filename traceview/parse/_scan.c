@@ -26,7 +26,7 @@
 #define FLOAT_EXACT_NS 4503599627370496LL
 #define FLOAT_INT_US 9007199254740992LL /* 2^53: integers above it blur as float64 */
 
-enum { OK = 0, END_OF_BUFFER = 1, ODD = 2 };
+enum { OK = 0, END_OF_BUFFER = 1, ODD = 2, CLOSED = 3 };
 enum { ST_NEED_MORE = 0, ST_BATCH = 1, ST_ODD = 2 };
 
 /* Columns, in the order the Python side reads them. */
@@ -423,6 +423,37 @@ static inline __attribute__((always_inline)) int read_number(const unsigned char
 
 static int skip_value(const unsigned char **pp, const unsigned char *end, int depth);
 
+/* An object member's `"key":` and the white space after it: *pp is left at the value. */
+static inline int read_key(const unsigned char **pp, const unsigned char *end, Str *key) {
+    const unsigned char *p = *pp;
+    int r;
+    if (*p != '"') return ODD;
+    if ((r = read_string(&p, end, key)) != OK) return r;
+    p = skip_ws(p, end);
+    if (p >= end) return END_OF_BUFFER;
+    if (*p != ':') return ODD;
+    p = skip_ws(p + 1, end);
+    if (p >= end) return END_OF_BUFFER;
+    *pp = p;
+    return OK;
+}
+
+/* After a member or element: CLOSED with *pp past `close`, or OK with *pp at the next one. */
+static inline int after_member(const unsigned char **pp, const unsigned char *end,
+                               unsigned char close) {
+    const unsigned char *p = skip_ws(*pp, end);
+    if (p >= end) return END_OF_BUFFER;
+    if (*p == close) {
+        *pp = p + 1;
+        return CLOSED;
+    }
+    if (*p != ',') return ODD;
+    p = skip_ws(p + 1, end);
+    if (p >= end) return END_OF_BUFFER;
+    *pp = p;
+    return OK;
+}
+
 static int expect_literal(const unsigned char **pp, const unsigned char *end, const char *word) {
     size_t n = strlen(word);
     const unsigned char *p = *pp;
@@ -446,26 +477,14 @@ static int skip_container(const unsigned char **pp, const unsigned char *end, in
     }
     for (;;) {
         int r;
-        if (object) {
-            if (*p != '"') return ODD;
-            Str key;
-            if ((r = read_string(&p, end, &key)) != OK) return r;
-            p = skip_ws(p, end);
-            if (p >= end) return END_OF_BUFFER;
-            if (*p != ':') return ODD;
-            p = skip_ws(p + 1, end);
-            if (p >= end) return END_OF_BUFFER;
-        }
+        Str key;
+        if (object && (r = read_key(&p, end, &key)) != OK) return r;
         if ((r = skip_value(&p, end, depth + 1)) != OK) return r;
-        p = skip_ws(p, end);
-        if (p >= end) return END_OF_BUFFER;
-        if (*p == close) {
-            *pp = p + 1;
+        if ((r = after_member(&p, end, close)) == CLOSED) {
+            *pp = p;
             return OK;
         }
-        if (*p != ',') return ODD;
-        p = skip_ws(p + 1, end);
-        if (p >= end) return END_OF_BUFFER;
+        if (r != OK) return r;
     }
 }
 
@@ -602,16 +621,12 @@ static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char 
     const unsigned char *start = p;
     p = skip_ws(p + 1, end);
     if (p >= end) return END_OF_BUFFER;
-    if (*p != '}') {
+    if (*p == '}') {
+        p++; /* {} */
+    } else {
         for (;;) {
-            if (*p != '"') return ODD;
             Str key;
-            if ((r = read_string(&p, end, &key)) != OK) return r;
-            p = skip_ws(p, end);
-            if (p >= end) return END_OF_BUFFER;
-            if (*p != ':') return ODD;
-            p = skip_ws(p + 1, end);
-            if (p >= end) return END_OF_BUFFER;
+            if ((r = read_key(&p, end, &key)) != OK) return r;
             int kind = -1;
             if (key.escaped) ev->odd_for_complete = 1; /* a key spelt with escapes */
             for (int k = 0; k < sc->n_arg_keys && !key.escaped; k++) {
@@ -640,15 +655,11 @@ static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char 
                 default: r = skip_value(&p, end, 2); break;
             }
             if (r != OK) return r;
-            p = skip_ws(p, end);
-            if (p >= end) return END_OF_BUFFER;
-            if (*p == '}') break;
-            if (*p != ',') return ODD;
-            p = skip_ws(p + 1, end);
-            if (p >= end) return END_OF_BUFFER;
+            if ((r = after_member(&p, end, '}')) == CLOSED) break;
+            if (r != OK) return r;
         }
     }
-    *pp = p + 1;
+    *pp = p;
     ev->args_at = start;
     ev->args_end = *pp;
     return OK;
@@ -672,16 +683,12 @@ static int read_event(Scanner *sc, const unsigned char **pp, const unsigned char
     }
     ev->args_at = ev->args_end = NULL;
     if (p >= end) return END_OF_BUFFER;
-    if (*p != '}') {
+    if (*p == '}') {
+        p++; /* {} */
+    } else {
         for (;;) {
-            if (*p != '"') return ODD;
             Str key;
-            if ((r = read_string(&p, end, &key)) != OK) return r;
-            p = skip_ws(p, end);
-            if (p >= end) return END_OF_BUFFER;
-            if (*p != ':') return ODD;
-            p = skip_ws(p + 1, end);
-            if (p >= end) return END_OF_BUFFER;
+            if ((r = read_key(&p, end, &key)) != OK) return r;
             if (key.escaped) {
                 return ODD; /* a key spelt with escapes may be any of the fields */
             } else if (key_is(&key, "ph", 2)) {
@@ -713,15 +720,11 @@ static int read_event(Scanner *sc, const unsigned char **pp, const unsigned char
                 r = skip_value(&p, end, 1);
             }
             if (r != OK) return r;
-            p = skip_ws(p, end);
-            if (p >= end) return END_OF_BUFFER;
-            if (*p == '}') break;
-            if (*p != ',') return ODD;
-            p = skip_ws(p + 1, end);
-            if (p >= end) return END_OF_BUFFER;
+            if ((r = after_member(&p, end, '}')) == CLOSED) break;
+            if (r != OK) return r;
         }
     }
-    *pp = p + 1;
+    *pp = p;
     return OK;
 }
 
@@ -962,5 +965,12 @@ PyMODINIT_FUNC PyInit__scan(void) {
     PyModule_AddIntConstant(m, "NEED_MORE", ST_NEED_MORE);
     PyModule_AddIntConstant(m, "BATCH", ST_BATCH);
     PyModule_AddIntConstant(m, "ODD", ST_ODD);
+    /* How Scanner() is told to check each declared arg. */
+    PyModule_AddIntConstant(m, "ARG_CORRELATION", K_CORR);
+    PyModule_AddIntConstant(m, "ARG_DEVICE", K_DEVICE);
+    PyModule_AddIntConstant(m, "ARG_STREAM", K_STREAM);
+    PyModule_AddIntConstant(m, "ARG_LOOSE", K_LOOSE);
+    PyModule_AddIntConstant(m, "ARG_RAW", K_RAW);
+    PyModule_AddIntConstant(m, "ARG_TEXT_OR_NULL", K_TEXT_OR_NULL);
     return m;
 }

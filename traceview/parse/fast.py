@@ -31,11 +31,7 @@ NONE = -(1 << 63)  # the scanner's missing value
 # The scanner's columns, in its order (parse/_scan.c).
 COLUMNS = ("ts_ns", "dur_ns", "name", "cat", "pid", "tid", "correlation", "device", "stream")
 ARGS_AT, ARGS_END = len(COLUMNS), len(COLUMNS) + 1
-ODD_ID_COLUMN = {4: "pid", 5: "tid", 6: "correlation", 7: "device", 8: "stream"}
-# How the scanner checks each declared arg (its K_* kinds): the three ids it reads, values the
-# decoder types int | float | str | null, raw JSON, and text or null.
-_KIND = {"correlation": 0, "device": 1, "stream": 2}
-_KIND_OF_READING = {"id": 3, "count": 3, "text": 3, "list_length": 4, "raw": 4, "name": 5}
+NAME = COLUMNS.index("name")
 _ARGS = msgspec.json.Decoder(Args)
 
 
@@ -75,9 +71,18 @@ class Scanner:
     """One trace's scanner: its tables of distinct names and categories span all its batches."""
 
     def __init__(self) -> None:
-        assert _scan is not None
+        assert _scan is not None and len(COLUMNS) + 2 == _scan.N_COLUMNS
+        # How the scanner checks each declared arg: the three ids it reads, values the decoder
+        # types int | float | str | null, raw JSON, and text or null.
+        ids = {
+            "correlation": _scan.ARG_CORRELATION,
+            "device": _scan.ARG_DEVICE,
+            "stream": _scan.ARG_STREAM,
+        }
+        loose, raw, text = _scan.ARG_LOOSE, _scan.ARG_RAW, _scan.ARG_TEXT_OR_NULL
+        by_reading = {"id": loose, "count": loose, "text": loose, "list_length": raw, "raw": raw}
         keys = [
-            (a.key.encode(), _KIND.get(a.column, _KIND_OF_READING[a.reading])) for a in TRACE_ARGS
+            (a.key.encode(), ids.get(a.column, by_reading.get(a.reading, text))) for a in TRACE_ARGS
         ]
         self._scanner = _scan.Scanner("".join(sorted(KNOWN_PHASES)).encode(), keys)
         self._names: list[str] = []
@@ -142,7 +147,7 @@ class Scanner:
     def _comm_args(self, buf: bytes, table: np.ndarray) -> list[tuple[int, Any]]:
         keeps = np.asarray(self._comm_names, dtype=bool)
         rows: np.ndarray | list[int] = (
-            np.flatnonzero(keeps[table[2]] & (table[ARGS_AT] != NONE)) if keeps.any() else []
+            np.flatnonzero(keeps[table[NAME]] & (table[ARGS_AT] != NONE)) if keeps.any() else []
         )
         return [(int(i), _ARGS.decode(buf[table[ARGS_AT, i] : table[ARGS_END, i]])) for i in rows]
 
@@ -152,7 +157,7 @@ class Scanner:
         quads = np.frombuffer(odd, dtype=np.int64).reshape(-1, 4)
         for row, column, at, end in quads.tolist():
             value = msgspec.json.decode(buf[at:end])
-            out.setdefault(ODD_ID_COLUMN[column], []).append((row, value))
+            out.setdefault(COLUMNS[column], []).append((row, value))
         return out
 
 
