@@ -27,6 +27,7 @@ DEFAULT_SOURCES = [
     ROOT / "tests/fixtures/traces/nccl_ddp_w2_rank0_step5.json.gz",  # the same job, one step
 ]
 MB = 1e6
+PURE_PYTHON_ENV = "TRACEVIEW_PURE_PYTHON"  # traceview/parse/fast.py: no compiled scanner
 HTA_VERSION = "0.5.0"
 
 
@@ -203,6 +204,7 @@ def main() -> None:
     )
     ap.add_argument("--sizes", default="58,263,1000,2000,5000", help="trace sizes in MB")
     ap.add_argument("--hta-max-mb", type=int, default=263, help="run HTA up to this size (0: no)")
+    ap.add_argument("--pure-max-mb", type=int, default=263, help="the pure-Python path up to here")
     ap.add_argument("--floors-max-mb", type=int, default=1000, help="measure the floors up to here")
     ap.add_argument("--hta-venv", type=Path, default=ROOT / "bench_out/hta-venv")
     ap.add_argument("--epoch-mb", type=int, default=263, help="size of the timestamp comparison")
@@ -235,6 +237,9 @@ def main() -> None:
         print(row(f"**traceview analyze, {mb} MB**", size, run, theirs))
         if theirs:
             print(row(f"HTA load + overlap, {mb} MB", size, theirs))
+        if mb <= args.pure_max_mb:
+            pure = measure(traceview_cmd(path), args.repeat, {PURE_PYTHON_ENV: "1"})
+            print(row(f"traceview analyze, pure-Python path, {mb} MB", size, pure))
         if mb <= args.floors_max_mb:
             for what, label in FLOORS.items():
                 print(floor_row(f"{label}, {mb} MB", size, floor_cpu_s(path, what, args.repeat)))
