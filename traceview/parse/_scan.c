@@ -18,6 +18,12 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+/* SSE2 is part of every x86-64; elsewhere (or built with -DTRACEVIEW_NO_SIMD) strings are
+ * read eight bytes at a time by a table instead. */
+#if defined(__SSE2__) && !defined(TRACEVIEW_NO_SIMD)
+#define USE_SSE2 1
+#include <emmintrin.h>
+#endif
 
 #define NONE INT64_MIN /* a missing value in every column */
 #define MAX_DEPTH 64
@@ -102,7 +108,10 @@ static int intern_grow(Intern *t) {
     return 0;
 }
 
-/* The id of `p[:n]`, added if new; -1 when out of memory. */
+static inline int valid_utf8(const unsigned char *p, size_t n);
+
+/* The id of `p[:n]`, added if new; -1 when out of memory, -2 when new and not UTF-8 (a string
+ * in the table was checked when it was added). */
 static int64_t intern(Intern *t, const char *p, size_t n) {
     if ((t->count + 1) * 2 > t->n_slots && intern_grow(t) < 0) return -1;
     uint64_t h = hash_bytes((const unsigned char *)p, n);
@@ -113,6 +122,7 @@ static int64_t intern(Intern *t, const char *p, size_t n) {
             return id;
         j = (j + 1) & (t->n_slots - 1);
     }
+    if (!valid_utf8((const unsigned char *)p, n)) return -2;
     if (t->count == t->cap_ids) {
         uint32_t cap = t->cap_ids ? t->cap_ids * 2 : 1024;
         size_t *off = PyMem_RawRealloc(t->offset, cap * sizeof(size_t));
@@ -196,10 +206,17 @@ static inline const unsigned char *skip_ws(const unsigned char *p, const unsigne
     return p;
 }
 
+#define HIGH_BITS 0x8080808080808080ULL
+
 /* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF), as Python decodes it. */
 static inline int valid_utf8(const unsigned char *p, size_t n) {
     size_t i = 0;
     while (i < n) {
+        uint64_t w;
+        if (i + 8 <= n && (memcpy(&w, p + i, 8), !(w & HIGH_BITS))) { /* eight ASCII bytes */
+            i += 8;
+            continue;
+        }
         unsigned char c = p[i];
         if (c < 0x80) {
             i++;
@@ -252,13 +269,31 @@ static inline __attribute__((always_inline)) int read_string(const unsigned char
     const unsigned char *p = *pp + 1, *start = p;
     int escaped = 0;
     for (;;) {
-        /* The common run: plain bytes, eight at a time while the buffer lasts. */
+        /* The common run: plain bytes, sixteen (or eight) at a time while the buffer lasts. */
+#ifdef USE_SSE2
+        const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'),
+                      control = _mm_set1_epi8(0x1F);
+        while (end - p >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            __m128i stop = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                _mm_cmpeq_epi8(_mm_max_epu8(v, control), control)); /* bytes up to 0x1F */
+            int mask = _mm_movemask_epi8(stop);
+            if (mask) {
+                p += __builtin_ctz((unsigned)mask);
+                goto stopped;
+            }
+            p += 16;
+        }
+#else
         while (end - p >= 8 && !(string_stop[p[0]] | string_stop[p[1]] | string_stop[p[2]] |
                                  string_stop[p[3]] | string_stop[p[4]] | string_stop[p[5]] |
                                  string_stop[p[6]] | string_stop[p[7]]))
             p += 8;
+#endif
         while (p < end && !string_stop[*p]) p++;
         if (p >= end) return END_OF_BUFFER;
+    stopped: /* at a quote, a backslash or a control character */
         if (*p == '"') break;
         if (*p < 0x20) return ODD;
         escaped = 1; /* a backslash */
@@ -630,7 +665,8 @@ static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char 
             int kind = -1;
             if (key.escaped) ev->odd_for_complete = 1; /* a key spelt with escapes */
             for (int k = 0; k < sc->n_arg_keys && !key.escaped; k++) {
-                if (sc->arg_key_len[k] == key.len && memcmp(sc->arg_key[k], key.start, key.len) == 0) {
+                if (sc->arg_key_len[k] == key.len && sc->arg_key[k][0] == key.start[0] &&
+                    memcmp(sc->arg_key[k], key.start, key.len) == 0) {
                     kind = sc->arg_kind[k];
                     break;
                 }
@@ -734,7 +770,6 @@ static int64_t string_id(Scanner *sc, Intern *t, const Str *s, int present) {
     const char *p = (const char *)s->start;
     size_t n = s->len;
     if (s->escaped && unescape(sc, s, &p, &n) < 0) return -1;
-    if (!valid_utf8((const unsigned char *)p, n)) return -2;
     return intern(t, p, n);
 }
 

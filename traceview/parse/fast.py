@@ -91,7 +91,7 @@ class Scanner:
         self._name_series = pl.Series(dtype=pl.Categorical)
         self._category_series = pl.Series(dtype=pl.Categorical)
 
-    def scan(self, buf: bytes, pos: int, precise: bool) -> Scanned:
+    def scan(self, buf: bytes | bytearray, pos: int, precise: bool) -> Scanned:
         (
             status,
             _close,
@@ -144,7 +144,7 @@ class Scanner:
             self._categories += categories
             self._category_series = pl.Series(self._categories, dtype=pl.Categorical)
 
-    def _comm_args(self, buf: bytes, table: np.ndarray) -> list[tuple[int, Any]]:
+    def _comm_args(self, buf: bytes | bytearray, table: np.ndarray) -> list[tuple[int, Any]]:
         keeps = np.asarray(self._comm_names, dtype=bool)
         rows: np.ndarray | list[int] = (
             np.flatnonzero(keeps[table[NAME]] & (table[ARGS_AT] != NONE)) if keeps.any() else []
@@ -152,7 +152,7 @@ class Scanner:
         return [(int(i), _ARGS.decode(buf[table[ARGS_AT, i] : table[ARGS_END, i]])) for i in rows]
 
     @staticmethod
-    def _odd_ids(buf: bytes, odd: bytes) -> dict[str, list[tuple[int, object]]]:
+    def _odd_ids(buf: bytes | bytearray, odd: bytes) -> dict[str, list[tuple[int, object]]]:
         out: dict[str, list[tuple[int, object]]] = {}
         quads = np.frombuffer(odd, dtype=np.int64).reshape(-1, 4)
         for row, column, at, end in quads.tolist():

@@ -4,12 +4,12 @@ magic bytes."""
 
 from __future__ import annotations
 
+import io
 import stat
 import sys
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
 
 from traceview.errors import TraceviewError
 
@@ -20,6 +20,9 @@ INFLATE_STEP = 256 << 10  # compressed bytes fed at once: where a corrupt stream
 STDIN = "-"
 
 ProgressFn = Callable[[int, int], None]  # (bytes of the input consumed, its size; 0 unknown)
+# A chunk of the input. A memoryview is valid only until the next chunk is asked for: a plain
+# file is read into one buffer over and over, so its memory is reused, not fresh for each chunk.
+Chunk = bytes | memoryview
 
 
 def is_stream(path: Path) -> bool:
@@ -53,7 +56,7 @@ class ByteSource:
         self.trailing_bytes = 0
         self.uncompressed_bytes = 0
 
-    def chunks(self, progress: ProgressFn | None = None) -> Iterator[bytes]:
+    def chunks(self, progress: ProgressFn | None = None) -> Iterator[Chunk]:
         with self._open() as f:
             first = self._read(f)
             self.compressed = first[:2] == GZIP_MAGIC
@@ -64,7 +67,7 @@ class ByteSource:
 
     def chunks_from(
         self, start: int, aligned: int, progress: ProgressFn | None = None
-    ) -> Iterator[bytes]:
+    ) -> Iterator[Chunk]:
         """A plain file's bytes from `start`: the first chunk runs to `aligned` + CHUNK_SIZE,
         where chunks() ends one too (`aligned` is a multiple of CHUNK_SIZE), the next ones as
         chunks() cuts them."""
@@ -78,11 +81,11 @@ class ByteSource:
                 self.uncompressed_bytes += len(chunk)
                 yield chunk
 
-    def _open(self) -> BinaryIO:
+    def _open(self) -> io.BufferedIOBase:
         if str(self.path) == STDIN:
             if sys.stdin is None or sys.stdin.isatty():
                 raise TraceviewError("-: standard input is a terminal; pipe a trace in")
-            return _Borrowed(sys.stdin.buffer)  # type: ignore[return-value]
+            return _Borrowed(sys.stdin.buffer)  # type: ignore[return-value, arg-type]
         try:
             f = self.path.open("rb")
         except OSError as e:
@@ -92,24 +95,32 @@ class ByteSource:
             raise TraceviewError(f"{self.path}: a terminal; pipe a trace in")
         return f
 
-    def _read(self, f: BinaryIO) -> bytes:
+    def _read(self, f: io.BufferedIOBase) -> bytes:
         try:
             return f.read(READ_SIZE)
         except OSError as e:
             raise unreadable(self.path, e) from None
 
     def _plain(
-        self, f: BinaryIO, block: bytes, progress: ProgressFn | None, consumed: int = 0
-    ) -> Iterator[bytes]:
+        self, f: io.BufferedIOBase, first: bytes, progress: ProgressFn | None, consumed: int = 0
+    ) -> Iterator[Chunk]:
+        buffer = bytearray(READ_SIZE)
+        view = memoryview(buffer)
+        block: Chunk = first
         while block:
             consumed += len(block)
             if progress:
                 progress(consumed, self.size_on_disk)
             for i in range(0, len(block), CHUNK_SIZE):
                 yield block[i : i + CHUNK_SIZE]
-            block = self._read(f)
+            try:
+                block = view[: f.readinto(buffer)]
+            except OSError as e:
+                raise unreadable(self.path, e) from None
 
-    def _gunzip(self, f: BinaryIO, block: bytes, progress: ProgressFn | None) -> Iterator[bytes]:
+    def _gunzip(
+        self, f: io.BufferedIOBase, block: bytes, progress: ProgressFn | None
+    ) -> Iterator[bytes]:
         inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
         in_member = False  # fed bytes to `inflater` that have not reached a member's end yet
         consumed = 0  # compressed bytes read before `block`
@@ -159,7 +170,7 @@ class ByteSource:
             f"{where + length:,}"
         )
 
-    def _drain(self, f: BinaryIO, block: bytes, at: int) -> int:
+    def _drain(self, f: io.BufferedIOBase, block: bytes, at: int) -> int:
         """How many bytes follow in the block after `at`'s step and in the rest of the input."""
         rest = max(0, len(block) - at - INFLATE_STEP)
         while more := self._read(f):
@@ -179,10 +190,10 @@ def unreadable(path: Path, error: OSError) -> TraceviewError:
 class _Borrowed:
     """Standard input as a context manager that does not close it."""
 
-    def __init__(self, f: BinaryIO) -> None:
+    def __init__(self, f: io.BufferedIOBase) -> None:
         self._f = f
 
-    def __enter__(self) -> BinaryIO:
+    def __enter__(self) -> io.BufferedIOBase:
         return self._f
 
     def __exit__(self, *exc: object) -> None:

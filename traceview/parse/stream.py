@@ -35,6 +35,7 @@ from traceview.parse.events import (
     Batch,
     needs_precision,
 )
+from traceview.parse.source import Chunk
 
 _ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -48,6 +49,9 @@ MAX_HEADER_BYTES = 64 << 20  # how far to look for `traceEvents` before calling 
 MAX_EVENT_BYTES = 64 << 20  # the longest event (or stretch without a boundary) read by default
 MAX_CUT_RETRIES = 64
 MAX_ODD_BATCHES = 4  # after this many batches the scanner leaves, the trace is all Python's
+
+
+Bytes = bytes | bytearray  # the stream's buffer is a bytearray; events may also come as bytes
 
 
 class StreamError(Exception):
@@ -82,7 +86,7 @@ class Pause:
 class EventStream:
     def __init__(
         self,
-        chunks: Iterable[bytes],
+        chunks: Iterable[Chunk],
         max_event_bytes: int = MAX_EVENT_BYTES,
         *,
         compiled: bool | None = None,
@@ -114,12 +118,14 @@ class EventStream:
         return self._precise
 
     def batches(self) -> Iterator[Batch | fast.ScannedBatch | Pause]:
-        buf = b""
+        # One buffer for the whole stream: each chunk is appended and each batch's bytes deleted
+        # from its front, so its memory is reused rather than fresh for every chunk.
+        buf = bytearray()
         # Start of undecoded events in buf; None while reading the header.
         pos: int | None = None if self._start is None else 0
         read = self._offset  # file offset of the end of buf
         for chunk in self._chunks:
-            buf = buf + chunk if buf else chunk
+            buf += chunk
             read += len(chunk)
             if pos is None:
                 pos = self._find_array(buf, at_eof=False)
@@ -132,7 +138,8 @@ class EventStream:
                 batch, end = cut
                 yield batch
                 self._offset += end
-                buf, pos, self._searched = buf[end:], 0, 0
+                del buf[:end]
+                pos, self._searched = 0, 0
             if read == self._pause_at:
                 yield Pause(self._offset + pos)
         if pos is None:
@@ -141,7 +148,7 @@ class EventStream:
         self._check_event_size(buf, pos)
         yield from self._finish(buf, pos)
 
-    def _check_event_size(self, buf: bytes, pos: int) -> None:
+    def _check_event_size(self, buf: Bytes, pos: int) -> None:
         if len(buf) - pos > self._max_event:
             raise StreamError(
                 f"no complete event in the {len(buf) - pos:,} bytes from byte "
@@ -151,7 +158,7 @@ class EventStream:
 
     # -- the start ------------------------------------------------------------------------
 
-    def _find_array(self, buf: bytes, *, at_eof: bool) -> int | None:
+    def _find_array(self, buf: Bytes, *, at_eof: bool) -> int | None:
         if len(buf) > MAX_HEADER_BYTES and not at_eof:
             self._explain_no_events(buf, at_eof)
         start = _first_non_blank(buf)
@@ -164,7 +171,7 @@ class EventStream:
             self.result.bare_array = True
             return start + 1
         if first != b"{":
-            raise StreamError(f"not JSON (starts with {buf[start : start + 16]!r})")
+            raise StreamError(f"not JSON (starts with {bytes(buf[start : start + 16])!r})")
         # Keys found before were inside strings, and stay so: look only at what is new.
         for m in _ARRAY_KEY.finditer(buf, max(start, self._header_searched - 64)):
             header = buf[start : m.end()] + b"]}"
@@ -183,7 +190,7 @@ class EventStream:
         return None
 
     @staticmethod
-    def _explain_no_events(buf: bytes, at_eof: bool) -> None:
+    def _explain_no_events(buf: Bytes, at_eof: bool) -> None:
         if not at_eof:
             raise StreamError(
                 f"no traceEvents array in the first {MAX_HEADER_BYTES >> 20} MB: "
@@ -197,7 +204,7 @@ class EventStream:
 
     # -- the middle -----------------------------------------------------------------------
 
-    def _last_cut(self, buf: bytes, pos: int) -> tuple[Batch | fast.ScannedBatch, int] | None:
+    def _last_cut(self, buf: Bytes, pos: int) -> tuple[Batch | fast.ScannedBatch, int] | None:
         """Decode buf[pos:] up to its last event boundary; return the batch and the next start."""
         if self._scanner is not None:
             scanned = self._scanner.scan(buf, pos, self._precise)
@@ -211,7 +218,7 @@ class EventStream:
                 self._scanner = None
         return self._decoded_cut(buf, pos)
 
-    def _decoded_cut(self, buf: bytes, pos: int) -> tuple[Batch, int] | None:
+    def _decoded_cut(self, buf: Bytes, pos: int) -> tuple[Batch, int] | None:
         """_last_cut by the pure-Python path: boundaries found by quote parity, then decoded."""
         hi = len(buf)
         lo = max(pos, self._searched - 16)  # boundaries left of here were tried before
@@ -298,7 +305,7 @@ class EventStream:
 
     # -- the end --------------------------------------------------------------------------
 
-    def _finish(self, buf: bytes, pos: int) -> Iterator[Batch]:
+    def _finish(self, buf: Bytes, pos: int) -> Iterator[Batch]:
         """The last event, then the keys after the array (object form)."""
         rest = buf[pos:]
         self._offset += pos  # file offset of rest
@@ -322,7 +329,7 @@ class EventStream:
             return
         self._cut_short(rest, kept=0)
 
-    def _finish_array(self, rest: bytes) -> Iterator[Batch]:
+    def _finish_array(self, rest: Bytes) -> Iterator[Batch]:
         # The Chrome trace format lets the array form omit its closing bracket.
         body = rest.rstrip(_WHITESPACE)
         body = body[:-1] if body.endswith(b"]") else body.rstrip(b",")
@@ -341,7 +348,7 @@ class EventStream:
             return
         self._cut_short(rest, kept=0)
 
-    def _cut_short(self, rest: bytes, kept: int) -> None:
+    def _cut_short(self, rest: Bytes, kept: int) -> None:
         """The bytes after the last complete event do not decode. Invalid JSON inside them (a
         NaN, a stray byte) is an error at its offset; otherwise the file was cut short."""
         tail = rest[kept:].lstrip(_WHITESPACE + b",")
@@ -361,7 +368,7 @@ class EventStream:
             pass
         self.result.truncated = True
 
-    def _read_trailer(self, trailer: bytes) -> None:
+    def _read_trailer(self, trailer: Bytes) -> None:
         """The keys after the events: `, "traceName": "..." }` in a whole file."""
         try:
             meta = _decode_json(b'{"traceEvents":[]' + trailer)
@@ -374,7 +381,7 @@ class EventStream:
             self.result.metadata.update(meta)
 
 
-def _decode_json(data: bytes) -> Any:
+def _decode_json(data: Bytes) -> Any:
     return msgspec.json.decode(data)
 
 
@@ -386,12 +393,12 @@ def _reason(error: msgspec.DecodeError) -> str:
 _NON_BLANK = re.compile(rb"[^ \t\r\n\xef\xbb\xbf]")
 
 
-def _first_non_blank(buf: bytes) -> int:
+def _first_non_blank(buf: Bytes) -> int:
     m = _NON_BLANK.search(buf)
     return len(buf) if m is None else m.start()
 
 
-def _last(pattern: re.Pattern[bytes], data: bytes) -> list[re.Match[bytes]]:
+def _last(pattern: re.Pattern[bytes], data: Bytes) -> list[re.Match[bytes]]:
     """The last matches of `pattern`, latest first: at most MAX_CUT_RETRIES of them."""
     found: list[re.Match[bytes]] = []
     for m in pattern.finditer(data):
@@ -401,7 +408,7 @@ def _last(pattern: re.Pattern[bytes], data: bytes) -> list[re.Match[bytes]]:
     return found[::-1]
 
 
-def _quotes(buf: bytes, lo: int, hi: int) -> int:
+def _quotes(buf: Bytes, lo: int, hi: int) -> int:
     """Unescaped quotes in buf[lo:hi] (a quote after an odd run of backslashes is escaped)."""
     quotes = buf.count(b'"', lo, hi)
     if quotes and buf.find(b"\\", max(lo - 64, 0), hi) >= 0:
@@ -411,7 +418,7 @@ def _quotes(buf: bytes, lo: int, hi: int) -> int:
     return quotes
 
 
-def _rfind_boundary(buf: bytes, lo: int, hi: int, start: int) -> int | None:
+def _rfind_boundary(buf: Bytes, lo: int, hi: int, start: int) -> int | None:
     """Index of the `}` of the last `}` `,` `{` in buf[lo:hi] outside every string (events
     begin at `start`, outside any), or None. Quote parity is kept while walking left, so each
     byte is counted once."""
