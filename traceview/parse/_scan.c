@@ -18,6 +18,12 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#ifndef _WIN32
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#define GUARD_FAULTS 1
+#endif
 /* SSE2 is part of every x86-64; elsewhere (or built with -DTRACEVIEW_NO_SIMD) strings are
  * read eight bytes at a time by a table instead. */
 #if defined(__SSE2__) && !defined(TRACEVIEW_NO_SIMD)
@@ -33,7 +39,7 @@
 #define FLOAT_INT_US 9007199254740992LL /* 2^53: integers above it blur as float64 */
 
 enum { OK = 0, END_OF_BUFFER = 1, ODD = 2, CLOSED = 3 };
-enum { ST_NEED_MORE = 0, ST_BATCH = 1, ST_ODD = 2 };
+enum { ST_NEED_MORE = 0, ST_BATCH = 1, ST_ODD = 2, ST_FAULT = 3 };
 
 /* Columns, in the order the Python side reads them. */
 enum { C_TS, C_DUR, C_NAME, C_CAT, C_PID, C_TID, C_CORR, C_DEVICE, C_STREAM, C_ARGS_AT, C_ARGS_END,
@@ -933,6 +939,112 @@ static PyObject *vec_bytes(const Vec *v) {
     return PyBytes_FromStringAndSize((const char *)v->data, v->len * (Py_ssize_t)sizeof(int64_t));
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Reading a memory-mapped file: a page that cannot be read (the file was cut short while it was
+ * read, an I/O error) raises SIGBUS on the reading thread. While one of ours reads, the handler
+ * jumps back out of the read, which then reports a fault instead of ending the process. */
+
+#ifdef GUARD_FAULTS
+/* volatile: the handler reads it, so its stores around the read must not be optimized away */
+static _Thread_local sigjmp_buf *volatile fault_jump; /* set while this thread reads a buffer */
+static struct sigaction previous_bus;
+static int guarded_readers;
+static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_bus(int sig, siginfo_t *info, void *context) {
+    (void)sig, (void)info, (void)context;
+    if (fault_jump) siglongjmp(*fault_jump, 1);
+    /* Not one of our reads: the handler before ours takes the fault when it happens again. */
+    sigaction(SIGBUS, &previous_bus, NULL);
+}
+
+static void guard_enter(void) {
+    pthread_mutex_lock(&guard_lock);
+    if (guarded_readers++ == 0) {
+        struct sigaction ours;
+        memset(&ours, 0, sizeof(ours));
+        ours.sa_sigaction = on_bus;
+        ours.sa_flags = SA_SIGINFO | SA_NODEFER; /* not left blocked after the jump */
+        sigemptyset(&ours.sa_mask);
+        sigaction(SIGBUS, &ours, &previous_bus);
+    }
+    pthread_mutex_unlock(&guard_lock);
+}
+
+static void guard_exit(void) {
+    pthread_mutex_lock(&guard_lock);
+    if (--guarded_readers == 0) sigaction(SIGBUS, &previous_bus, NULL);
+    pthread_mutex_unlock(&guard_lock);
+}
+
+/* read(arg), with SIGBUS on this thread turned into a return of 1 (0: it ran to its end). */
+static int guarded(void (*read)(void *), void *arg) {
+    sigjmp_buf jump;
+    volatile int faulted = 0;
+    guard_enter();
+    if (sigsetjmp(jump, 0) == 0) {
+        fault_jump = &jump;
+        read(arg);
+    } else {
+        faulted = 1;
+    }
+    fault_jump = NULL;
+    guard_exit();
+    return faulted;
+}
+#else
+static int guarded(void (*read)(void *), void *arg) {
+    read(arg);
+    return 0;
+}
+#endif
+
+typedef struct {
+    void *to;
+    const void *from;
+    size_t n;
+} Copy;
+
+static void run_copy(void *arg) {
+    Copy *c = arg;
+    memcpy(c->to, c->from, c->n);
+}
+
+/* copy(buf) -> bytes, or None where a page of buf could not be read. */
+static PyObject *guarded_copy(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer buf;
+    if (!PyArg_ParseTuple(args, "y*", &buf)) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, buf.len);
+    if (!out) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    Copy copy = {PyBytes_AS_STRING(out), buf.buf, (size_t)buf.len};
+    int faulted;
+    Py_BEGIN_ALLOW_THREADS
+    faulted = guarded(run_copy, &copy);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&buf);
+    if (faulted) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
+typedef struct {
+    Scanner *sc;
+    const unsigned char *base;
+    Py_ssize_t len, pos;
+    Result *res;
+} ScanCall;
+
+static void run_scan(void *arg) {
+    ScanCall *c = arg;
+    scan(c->sc, c->base, c->len, c->pos, c->res);
+}
+
 /* scan(buf, pos) -> (status, close, next, columns, metadata, odd_ids, new_names, new_cats,
  *                    first_ts, any_fraction, big_fraction_ts, big_fraction_dur, ended)
  * columns: N_COLUMNS int64 arrays one after the other; NONE (INT64_MIN) marks a missing value. */
@@ -946,10 +1058,18 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *args) {
         return NULL;
     }
     Result res;
+    ScanCall call = {sc, (const unsigned char *)buf.buf, buf.len, pos, &res};
+    int faulted;
     Py_BEGIN_ALLOW_THREADS
-    scan(sc, (const unsigned char *)buf.buf, buf.len, pos, &res);
+    faulted = guarded(run_scan, &call);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&buf);
+    if (faulted) {
+        res.status = ST_FAULT; /* the columns so far are left, unread */
+        res.out_of_memory = 0;
+        for (int c = 0; c < N_COLUMNS; c++) sc->columns[c].len = 0;
+        sc->metadata.len = sc->odd_ids.len = 0;
+    }
     if (res.out_of_memory) return PyErr_NoMemory();
     Py_ssize_t rows = sc->columns[C_TS].len;
     PyObject *columns = PyBytes_FromStringAndSize(NULL, rows * N_COLUMNS * (Py_ssize_t)sizeof(int64_t));
@@ -981,8 +1101,14 @@ static PyTypeObject ScannerType = {
     .tp_doc = "Complete events of a trace into columns; one per trace and thread.",
 };
 
+static PyMethodDef module_methods[] = {
+    {"copy", guarded_copy, METH_VARARGS,
+     "copy(buf) -> bytes, or None where a page of buf could not be read (a mapped file cut short)."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_scan", "The compiled fast path of the trace parser.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_scan", "The compiled fast path of the trace parser.", -1, module_methods,
 };
 
 PyMODINIT_FUNC PyInit__scan(void) {
@@ -1000,6 +1126,7 @@ PyMODINIT_FUNC PyInit__scan(void) {
     PyModule_AddIntConstant(m, "NEED_MORE", ST_NEED_MORE);
     PyModule_AddIntConstant(m, "BATCH", ST_BATCH);
     PyModule_AddIntConstant(m, "ODD", ST_ODD);
+    PyModule_AddIntConstant(m, "FAULT", ST_FAULT);
     /* How Scanner() is told to check each declared arg. */
     PyModule_AddIntConstant(m, "ARG_CORRELATION", K_CORR);
     PyModule_AddIntConstant(m, "ARG_DEVICE", K_DEVICE);

@@ -35,9 +35,27 @@ NAME = COLUMNS.index("name")
 _ARGS = msgspec.json.Decoder(Args)
 
 
+Readable = bytes | bytearray | memoryview  # what the scanner reads
+
+
 def available() -> bool:
     """True where the compiled scanner was built and is not switched off."""
     return _scan is not None and os.environ.get(PURE_PYTHON_ENV, "") in ("", "0")
+
+
+class UnreadablePage(Exception):
+    """A page of a memory-mapped file could not be read: the file was cut short while it was
+    read, or the device failed."""
+
+
+def copy(view: memoryview) -> bytes:
+    """The bytes of a view of a mapped file, read so that a page that cannot be read raises
+    UnreadablePage rather than ending the process."""
+    assert _scan is not None
+    out = _scan.copy(view)
+    if out is None:
+        raise UnreadablePage
+    return out
 
 
 @dataclass(frozen=True)
@@ -91,7 +109,7 @@ class Scanner:
         self._name_series = pl.Series(dtype=pl.Categorical)
         self._category_series = pl.Series(dtype=pl.Categorical)
 
-    def scan(self, buf: bytes | bytearray, pos: int, precise: bool) -> Scanned:
+    def scan(self, buf: Readable, pos: int, precise: bool) -> Scanned:
         (
             status,
             _close,
@@ -108,6 +126,8 @@ class Scanner:
             ended,
         ) = self._scanner.scan(buf, pos)
         self._learn(new_names, new_categories)
+        if status == _scan.FAULT:
+            raise UnreadablePage
         odd = Scanned(None, True, pos, precise, False)
         if status == _scan.ODD:
             return odd
@@ -120,7 +140,7 @@ class Scanner:
         table = np.frombuffer(columns, dtype=np.int64)
         table = table.reshape(len(COLUMNS) + 2, len(table) // (len(COLUMNS) + 2))
         try:  # what the scanner leaves to the decoder; its refusal makes the batch odd
-            meta = [STRICT_EVENT.decode(buf[a:b]) for a, b in _pairs(metadata)]
+            meta = [STRICT_EVENT.decode(_own(buf[a:b])) for a, b in _pairs(metadata)]
             comm_args = self._comm_args(buf, table)
             ids = self._odd_ids(buf, odd_ids)
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
@@ -144,21 +164,29 @@ class Scanner:
             self._categories += categories
             self._category_series = pl.Series(self._categories, dtype=pl.Categorical)
 
-    def _comm_args(self, buf: bytes | bytearray, table: np.ndarray) -> list[tuple[int, Any]]:
+    def _comm_args(self, buf: Readable, table: np.ndarray) -> list[tuple[int, Any]]:
         keeps = np.asarray(self._comm_names, dtype=bool)
         rows: np.ndarray | list[int] = (
             np.flatnonzero(keeps[table[NAME]] & (table[ARGS_AT] != NONE)) if keeps.any() else []
         )
-        return [(int(i), _ARGS.decode(buf[table[ARGS_AT, i] : table[ARGS_END, i]])) for i in rows]
+        return [
+            (int(i), _ARGS.decode(_own(buf[table[ARGS_AT, i] : table[ARGS_END, i]]))) for i in rows
+        ]
 
     @staticmethod
-    def _odd_ids(buf: bytes | bytearray, odd: bytes) -> dict[str, list[tuple[int, object]]]:
+    def _odd_ids(buf: Readable, odd: bytes) -> dict[str, list[tuple[int, object]]]:
         out: dict[str, list[tuple[int, object]]] = {}
         quads = np.frombuffer(odd, dtype=np.int64).reshape(-1, 4)
         for row, column, at, end in quads.tolist():
-            value = msgspec.json.decode(buf[at:end])
+            value = msgspec.json.decode(_own(buf[at:end]))
             out.setdefault(COLUMNS[column], []).append((row, value))
         return out
+
+
+def _own(piece: Readable) -> Readable:
+    """A piece of a mapped file, copied: what is decoded from it (raw JSON values) may keep a
+    view of it, and the file's pages must not be held, or read again once let go."""
+    return copy(piece) if isinstance(piece, memoryview) else piece
 
 
 def _pairs(flat: bytes) -> list[tuple[int, int]]:

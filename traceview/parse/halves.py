@@ -83,7 +83,9 @@ class SecondHalf:
 
     def _read(self) -> None:
         source = ByteSource(self.path)
-        chunks = source.chunks_from(self.split.start, self.split.pause_at, self._progress)
+        chunks = source.chunks_from(
+            self.split.start, self.split.pause_at, self._progress, mapped=True
+        )
         stream = EventStream(chunks, self.max_event_bytes, start=self.split.start)
         try:
             for batch in stream.batches():

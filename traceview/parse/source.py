@@ -1,14 +1,19 @@
 """Uncompressed bytes of a trace, in bounded chunks, whether plain or gzip, from a file or a
 stream (`-` for standard input, a pipe, `<(…)`): opened once, never seeked, gzip told by its
-magic bytes."""
+magic bytes. A plain file may instead be memory-mapped (for the compiled scanner, which reads it
+in place, with no copy): the same chunks, as views of the file."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import mmap
+import os
 import stat
 import sys
 import zlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from traceview.errors import TraceviewError
@@ -18,11 +23,23 @@ READ_SIZE = 4 << 20  # compressed or plain bytes read per system call
 CHUNK_SIZE = 4 << 20  # uncompressed bytes handed on at once (bounds memory)
 INFLATE_STEP = 256 << 10  # compressed bytes fed at once: where a corrupt stream is reported
 STDIN = "-"
+_LET_GO = getattr(mmap, "MADV_DONTNEED", None)  # where the platform has it
 
 ProgressFn = Callable[[int, int], None]  # (bytes of the input consumed, its size; 0 unknown)
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """A chunk of a plain file read through a memory map: no copy is made. `view` is the whole
+    file; this chunk's bytes end at `end` (they follow the previous chunk's)."""
+
+    view: memoryview
+    end: int
+
+
 # A chunk of the input. A memoryview is valid only until the next chunk is asked for: a plain
 # file is read into one buffer over and over, so its memory is reused, not fresh for each chunk.
-Chunk = bytes | memoryview
+Chunk = bytes | memoryview | Mapped
 
 
 def is_stream(path: Path) -> bool:
@@ -56,22 +73,37 @@ class ByteSource:
         self.trailing_bytes = 0
         self.uncompressed_bytes = 0
 
-    def chunks(self, progress: ProgressFn | None = None) -> Iterator[Chunk]:
+    def chunks(
+        self, progress: ProgressFn | None = None, *, mapped: bool = False
+    ) -> Iterator[Chunk]:
+        """`mapped`: a plain file (not a stream) comes as Mapped chunks, cut where read ones
+        would be."""
         with self._open() as f:
             first = self._read(f)
             self.compressed = first[:2] == GZIP_MAGIC
+            if mapped and not self.compressed and not self.stream and first:
+                yield from self._mapped(f, 0, CHUNK_SIZE, progress)
+                return
             reader = self._gunzip if self.compressed else self._plain
             for chunk in reader(f, first, progress):
                 self.uncompressed_bytes += len(chunk)
                 yield chunk
 
     def chunks_from(
-        self, start: int, aligned: int, progress: ProgressFn | None = None
+        self,
+        start: int,
+        aligned: int,
+        progress: ProgressFn | None = None,
+        *,
+        mapped: bool = False,
     ) -> Iterator[Chunk]:
         """A plain file's bytes from `start`: the first chunk runs to `aligned` + CHUNK_SIZE,
         where chunks() ends one too (`aligned` is a multiple of CHUNK_SIZE), the next ones as
         chunks() cuts them."""
         with self._open() as f:
+            if mapped:
+                yield from self._mapped(f, start, aligned + CHUNK_SIZE, progress)
+                return
             f.seek(start)
             first = f.read(aligned + CHUNK_SIZE - start)  # one piece, as the whole file's buffer
             self.uncompressed_bytes += len(first)
@@ -103,10 +135,10 @@ class ByteSource:
 
     def _plain(
         self, f: io.BufferedIOBase, first: bytes, progress: ProgressFn | None, consumed: int = 0
-    ) -> Iterator[Chunk]:
+    ) -> Iterator[bytes | memoryview]:
         buffer = bytearray(READ_SIZE)
         view = memoryview(buffer)
-        block: Chunk = first
+        block: bytes | memoryview = first
         while block:
             consumed += len(block)
             if progress:
@@ -117,6 +149,38 @@ class ByteSource:
                 block = view[: f.readinto(buffer)]
             except OSError as e:
                 raise unreadable(self.path, e) from None
+
+    def _mapped(
+        self, f: io.BufferedIOBase, start: int, first_end: int, progress: ProgressFn | None
+    ) -> Iterator[Mapped]:
+        """Chunks ending at `first_end`, then every CHUNK_SIZE. The pages before the chunk last
+        handed on are let go as it goes (read again from the page cache if asked for again), so
+        the mapping holds no more of the file in memory than reading it would."""
+        size = os.fstat(f.fileno()).st_size
+        if size <= start:
+            return
+        try:
+            mapping = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as e:
+            raise TraceviewError(f"{self.path}: cannot map the file ({e})") from None
+        view = memoryview(mapping)
+        behind = start // mmap.PAGESIZE * mmap.PAGESIZE  # pages up to here were let go
+        end, previous = min(first_end, size), start
+        try:
+            while previous < size:
+                self.uncompressed_bytes += end - previous
+                if progress:
+                    progress(end, size)
+                yield Mapped(view, end)
+                let_go = previous // mmap.PAGESIZE * mmap.PAGESIZE
+                if let_go > behind and _LET_GO is not None:
+                    mapping.madvise(_LET_GO, behind, let_go - behind)
+                    behind = let_go
+                previous, end = end, min(end + CHUNK_SIZE, size)
+        finally:
+            view.release()
+            with contextlib.suppress(BufferError):  # a reader's view: unmapped when it goes
+                mapping.close()
 
     def _gunzip(
         self, f: io.BufferedIOBase, block: bytes, progress: ProgressFn | None

@@ -35,7 +35,7 @@ from traceview.parse.events import (
     Batch,
     needs_precision,
 )
-from traceview.parse.source import Chunk
+from traceview.parse.source import Chunk, Mapped
 
 _ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
@@ -118,17 +118,31 @@ class EventStream:
         return self._precise
 
     def batches(self) -> Iterator[Batch | fast.ScannedBatch | Pause]:
-        # One buffer for the whole stream: each chunk is appended and each batch's bytes deleted
-        # from its front, so its memory is reused rather than fresh for every chunk.
-        buf = bytearray()
+        try:
+            yield from self._batches()
+        except fast.UnreadablePage:
+            raise StreamError(
+                "part of the file could not be read: it was cut short or rewritten while it was "
+                "read, or the disk failed"
+            ) from None
+
+    def _batches(self) -> Iterator[Batch | fast.ScannedBatch | Pause]:
+        # The bytes not yet cut into batches. Read chunks are appended to one bytearray and each
+        # batch's bytes deleted from its front, so its memory is reused; a mapped file's are a
+        # view of the file itself, not copied at all.
+        buf: bytearray | memoryview = bytearray()
         # Start of undecoded events in buf; None while reading the header.
         pos: int | None = None if self._start is None else 0
         read = self._offset  # file offset of the end of buf
         for chunk in self._chunks:
-            buf += chunk
-            read += len(chunk)
+            if isinstance(chunk, Mapped):
+                buf, read = chunk.view[self._offset : chunk.end], chunk.end
+            else:
+                assert isinstance(buf, bytearray)
+                buf += chunk
+                read += len(chunk)
             if pos is None:
-                pos = self._find_array(buf, at_eof=False)
+                pos = self._find_array(_bytes(buf), at_eof=False)
                 if pos is None:
                     continue
             cut = self._last_cut(buf, pos)
@@ -138,17 +152,20 @@ class EventStream:
                 batch, end = cut
                 yield batch
                 self._offset += end
-                del buf[:end]
+                if isinstance(buf, memoryview):
+                    buf = buf[end:]
+                else:
+                    del buf[:end]
                 pos, self._searched = 0, 0
             if read == self._pause_at:
                 yield Pause(self._offset + pos)
         if pos is None:
-            pos = self._find_array(buf, at_eof=True)
+            pos = self._find_array(_bytes(buf), at_eof=True)
             assert pos is not None
         self._check_event_size(buf, pos)
-        yield from self._finish(buf, pos)
+        yield from self._finish(_bytes(buf), pos)
 
-    def _check_event_size(self, buf: Bytes, pos: int) -> None:
+    def _check_event_size(self, buf: Bytes | memoryview, pos: int) -> None:
         if len(buf) - pos > self._max_event:
             raise StreamError(
                 f"no complete event in the {len(buf) - pos:,} bytes from byte "
@@ -204,7 +221,9 @@ class EventStream:
 
     # -- the middle -----------------------------------------------------------------------
 
-    def _last_cut(self, buf: Bytes, pos: int) -> tuple[Batch | fast.ScannedBatch, int] | None:
+    def _last_cut(
+        self, buf: Bytes | memoryview, pos: int
+    ) -> tuple[Batch | fast.ScannedBatch, int] | None:
         """Decode buf[pos:] up to its last event boundary; return the batch and the next start."""
         if self._scanner is not None:
             scanned = self._scanner.scan(buf, pos, self._precise)
@@ -216,7 +235,7 @@ class EventStream:
             self.odd_batches += 1
             if self.odd_batches >= MAX_ODD_BATCHES:
                 self._scanner = None
-        return self._decoded_cut(buf, pos)
+        return self._decoded_cut(_bytes(buf), pos)
 
     def _decoded_cut(self, buf: Bytes, pos: int) -> tuple[Batch, int] | None:
         """_last_cut by the pure-Python path: boundaries found by quote parity, then decoded."""
@@ -379,6 +398,11 @@ class EventStream:
         if isinstance(meta, dict):
             meta.pop("traceEvents", None)
             self.result.metadata.update(meta)
+
+
+def _bytes(buf: Bytes | memoryview) -> Bytes:
+    """A mapped file's bytes copied out for the pure-Python path, which searches them."""
+    return fast.copy(buf) if isinstance(buf, memoryview) else buf
 
 
 def _decode_json(data: Bytes) -> Any:

@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import NotATraceError, Note, TraceviewError
-from traceview.parse import halves
+from traceview.parse import fast, halves
 from traceview.parse.collect import Events
 from traceview.parse.columns import (
     thread_names,
@@ -52,7 +52,9 @@ def read_trace(
         report = progress
         progress = lambda done, size: report(done + second.consumed, size)  # noqa: E731
     stream = EventStream(
-        source.chunks(progress), max_event_bytes, pause_at=split.pause_at if split else None
+        source.chunks(progress, mapped=fast.available()),
+        max_event_bytes,
+        pause_at=split.pause_at if split else None,
     )
     names: dict[tuple[int, int], list[str]] = {}
     events = Events()
