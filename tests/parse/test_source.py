@@ -9,6 +9,7 @@ import json
 import mmap
 import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -130,3 +131,13 @@ def test_a_guarded_copy_of_pages_past_the_end_raises(tmp_path):
             fast.copy(view[2 * mmap.PAGESIZE :])
         view.release()
         mapping.close()
+
+
+@compiled_only
+@pytest.mark.skipif(not os.path.exists("/proc/version"), reason="Linux's /proc")
+def test_a_file_that_cannot_be_mapped_is_read(monkeypatch):
+    # /proc files say they are empty, so they cannot be mapped, yet they hold bytes.
+    path = Path("/proc/version")
+    chunks = list(ByteSource(path).chunks(mapped=True))
+    assert not any(isinstance(c, Mapped) for c in chunks)
+    assert b"".join(bytes(c) for c in chunks) == path.read_bytes()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import io
 import mmap
-import os
 import stat
 import sys
 import zlib
@@ -82,8 +81,10 @@ class ByteSource:
             first = self._read(f)
             self.compressed = first[:2] == GZIP_MAGIC
             if mapped and not self.compressed and not self.stream and first:
-                yield from self._mapped(f, 0, CHUNK_SIZE, progress)
-                return
+                mapping = _map(f)
+                if mapping is not None:
+                    yield from self._mapped(mapping, 0, CHUNK_SIZE, progress)
+                    return
             reader = self._gunzip if self.compressed else self._plain
             for chunk in reader(f, first, progress):
                 self.uncompressed_bytes += len(chunk)
@@ -101,8 +102,9 @@ class ByteSource:
         where chunks() ends one too (`aligned` is a multiple of CHUNK_SIZE), the next ones as
         chunks() cuts them."""
         with self._open() as f:
-            if mapped:
-                yield from self._mapped(f, start, aligned + CHUNK_SIZE, progress)
+            mapping = _map(f) if mapped else None
+            if mapping is not None:
+                yield from self._mapped(mapping, start, aligned + CHUNK_SIZE, progress)
                 return
             f.seek(start)
             first = f.read(aligned + CHUNK_SIZE - start)  # one piece, as the whole file's buffer
@@ -151,18 +153,15 @@ class ByteSource:
                 raise unreadable(self.path, e) from None
 
     def _mapped(
-        self, f: io.BufferedIOBase, start: int, first_end: int, progress: ProgressFn | None
+        self, mapping: mmap.mmap, start: int, first_end: int, progress: ProgressFn | None
     ) -> Iterator[Mapped]:
         """Chunks ending at `first_end`, then every CHUNK_SIZE. The pages before the chunk last
         handed on are let go as it goes (read again from the page cache if asked for again), so
         the mapping holds no more of the file in memory than reading it would."""
-        size = os.fstat(f.fileno()).st_size
+        size = len(mapping)
         if size <= start:
+            mapping.close()
             return
-        try:
-            mapping = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-        except (OSError, ValueError) as e:
-            raise TraceviewError(f"{self.path}: cannot map the file ({e})") from None
         view = memoryview(mapping)
         behind = start // mmap.PAGESIZE * mmap.PAGESIZE  # pages up to here were let go
         end, previous = min(first_end, size), start
@@ -240,6 +239,15 @@ class ByteSource:
         while more := self._read(f):
             rest += len(more)
         return rest
+
+
+def _map(f: io.BufferedIOBase) -> mmap.mmap | None:
+    """The whole file mapped for reading, or None where it cannot be (a file system without
+    memory maps, an empty file): it is then read."""
+    try:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
 
 
 def unreadable(path: Path, error: OSError) -> TraceviewError:
