@@ -51,7 +51,9 @@ MAX_CUT_RETRIES = 64
 MAX_ODD_BATCHES = 4  # after this many batches the scanner leaves, the trace is all Python's
 
 
-Bytes = bytes | bytearray  # the stream's buffer is a bytearray; events may also come as bytes
+# What the pure-Python path searches (fast.Readable, less a view of a mapped file, which is
+# copied out for it first).
+Bytes = bytes | bytearray
 
 
 class StreamError(Exception):
@@ -165,7 +167,7 @@ class EventStream:
         self._check_event_size(buf, pos)
         yield from self._finish(_bytes(buf), pos)
 
-    def _check_event_size(self, buf: Bytes | memoryview, pos: int) -> None:
+    def _check_event_size(self, buf: fast.Readable, pos: int) -> None:
         if len(buf) - pos > self._max_event:
             raise StreamError(
                 f"no complete event in the {len(buf) - pos:,} bytes from byte "
@@ -222,7 +224,7 @@ class EventStream:
     # -- the middle -----------------------------------------------------------------------
 
     def _last_cut(
-        self, buf: Bytes | memoryview, pos: int
+        self, buf: fast.Readable, pos: int
     ) -> tuple[Batch | fast.ScannedBatch, int] | None:
         """Decode buf[pos:] up to its last event boundary; return the batch and the next start."""
         if self._scanner is not None:
@@ -400,7 +402,7 @@ class EventStream:
             self.result.metadata.update(meta)
 
 
-def _bytes(buf: Bytes | memoryview) -> Bytes:
+def _bytes(buf: fast.Readable) -> Bytes:
     """A mapped file's bytes copied out for the pure-Python path, which searches them."""
     return fast.copy(buf) if isinstance(buf, memoryview) else buf
 
