@@ -651,6 +651,12 @@ static int check_loose(const unsigned char **pp, const unsigned char *end, Event
     return skip_value(pp, end, 2);
 }
 
+/* Whether a key is `word` (n bytes): the first byte compared before memcmp is called. */
+static inline int key_is(const Str *k, const char *word, size_t n) {
+    return k->len == n && (n == 0 || k->start[0] == (unsigned char)word[0]) &&
+           memcmp(k->start, word, n) == 0;
+}
+
 static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char *end, Event *ev) {
     const unsigned char *p = *pp;
     int r;
@@ -671,8 +677,7 @@ static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char 
             int kind = -1;
             if (key.escaped) ev->odd_for_complete = 1; /* a key spelt with escapes */
             for (int k = 0; k < sc->n_arg_keys && !key.escaped; k++) {
-                if (sc->arg_key_len[k] == key.len && sc->arg_key[k][0] == key.start[0] &&
-                    memcmp(sc->arg_key[k], key.start, key.len) == 0) {
+                if (key_is(&key, sc->arg_key[k], sc->arg_key_len[k])) {
                     kind = sc->arg_kind[k];
                     break;
                 }
@@ -705,10 +710,6 @@ static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char 
     ev->args_at = start;
     ev->args_end = *pp;
     return OK;
-}
-
-static int key_is(const Str *k, const char *word, size_t n) {
-    return k->len == n && memcmp(k->start, word, n) == 0;
 }
 
 /* An event object from its `{` to its `}`. */
