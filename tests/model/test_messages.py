@@ -150,3 +150,44 @@ def test_one_size_for_every_group_is_every_calls_size(tmp_path):
     doc["distributedInfo"]["pg_count"] = 4
     report = analyze_trace(tb.write(tmp_path / "t.json", doc))
     assert report.calls["group_size"].to_list() == [None]
+
+
+def test_a_size_beyond_int64_is_unknown_not_an_error(tmp_path):
+    # 2^62 floats are 2^64 bytes: past what the tables hold. A hostile trace's call keeps its
+    # collective; its size is unknown. So is an all_gather's output computed past int64.
+    huge = 1 << 62
+    counted = {"Collective name": "allreduce", "In msg nelems": huge, "dtype": "Float"}
+    row = call(tmp_path, collective(None, AR_KERNEL, kernel_args=counted))
+    assert (row["collective"], row["bytes"]) == ("all_reduce", None)
+    (tmp_path / "shapes").mkdir()
+    row = call(
+        tmp_path / "shapes",
+        collective(
+            "c10d::allreduce_", AR_KERNEL, c10d_args=shapes(([huge, 2], "float"), ([1], "float"))
+        ),
+    )
+    assert (row["collective"], row["bytes"]) == ("all_reduce", None)
+    (tmp_path / "gathered").mkdir()
+    gathered = {"Collective name": "_allgather_base", "In msg nelems": huge // 4}
+    gathered |= {"dtype": "Float", "Group size": 8}  # in: 2^62 bytes; out: 2^65
+    row = call(tmp_path / "gathered", collective(None, AG_KERNEL, kernel_args=gathered))
+    assert (row["collective"], row["group_size"], row["bytes"]) == ("all_gather", 8, None)
+
+
+def test_calls_alike_and_unlike_each_get_their_own_sizes(tmp_path):
+    # Sizes are worked out once per distinct set of arguments: three all_reduce calls of 256,
+    # 256 and 64 floats, and one whose dtype is missing, each keep their own (1024, 1024, 256,
+    # unknown), in the order they ran.
+    events = [tb.step(1, 0, 1000)]
+    for i, (n, dtype) in enumerate([(256, "Float"), (256, "Float"), (64, "Float"), (8, None)]):
+        at = 100 * (i + 1)
+        args = {"Collective name": "allreduce", "In msg nelems": n, "Out msg nelems": n}
+        if dtype:
+            args["dtype"] = dtype
+        kernel = tb.kernel(AR_KERNEL, at + 20, 10, i + 1, stream=20)
+        kernel["args"].update(args)
+        events += [tb.launch(i + 1, at), kernel]
+    report = analyze_trace(tb.write(tmp_path / "t.json", tb.document(events)))
+    calls = report.calls.sort("start_ns")
+    assert calls["bytes"].to_list() == [1024, 1024, 256, None]
+    assert calls["collective"].to_list() == ["all_reduce"] * 4

@@ -6,6 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.model import messages
+from traceview.model.distinct import per_distinct
 from traceview.parse.names import COMM_CALL, collective_of, named
 
 CPU_CALLS_SCHEMA = {
@@ -48,25 +49,49 @@ def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame
         .then(pl.lit("c10d"))
         .otherwise(pl.lit("span"))
     )
-    ops = ops.with_columns(source=source)
-    columns: dict[str, list[object]] = {
-        k: [] for k in ("op_collective", "op_in", "op_in_q", "op_out", "op_out_q")
-    }
-    for r in ops.iter_rows(named=True):
-        op = str(r["name"])
-        label = r["collective_name"] if r["source"] == "record_param_comms" else op
-        counts = messages.from_counts(r["in_nelems"], r["out_nelems"], r["dtype"])
-        shapes = messages.from_shapes(op, r["input_dims"], r["input_type"])
-        shape_q = _C10D_SHAPES if r["source"] == "c10d" else _INPUT_SHAPE
-        columns["op_collective"].append(collective_of(label))
-        for i, side in enumerate(("in", "out")):
-            known = counts[i] is not None
-            columns[f"op_{side}"].append(counts[i] if known else shapes[i])
-            columns[f"op_{side}_q"].append(_COUNTS if known else shape_q)
-    types = {"op_collective": pl.String, "op_in_q": pl.Int8, "op_out_q": pl.Int8}
-    return ops.with_columns(
-        pl.Series(k, v, dtype=types.get(k, pl.Int64)) for k, v in columns.items()
-    )
+    return per_distinct(ops.with_columns(source=source), _OP_INPUTS, _op_fields, _OP_FIELDS)
+
+
+# What an op's collective and sizes are read from, and what is read (parse/args.py names).
+_OP_INPUTS = (
+    "name",
+    "source",
+    "collective_name",
+    "in_nelems",
+    "out_nelems",
+    "dtype",
+    "input_dims",
+    "input_type",
+)
+_OP_FIELDS: dict[str, pl.DataType] = {
+    "op_collective": pl.String(),
+    "op_in": pl.Int64(),
+    "op_in_q": pl.Int8(),
+    "op_out": pl.Int64(),
+    "op_out_q": pl.Int8(),
+}
+
+
+def _op_fields(
+    name: str,
+    source: str,
+    collective_name: str | None,
+    in_nelems: int | None,
+    out_nelems: int | None,
+    dtype: str | None,
+    input_dims: str | None,
+    input_type: str | None,
+) -> tuple[object, ...]:
+    """One op's collective, and its input and output bytes each with how well it is known."""
+    op = str(name)
+    label = collective_name if source == "record_param_comms" else op
+    counts = messages.from_counts(in_nelems, out_nelems, dtype)
+    shapes = messages.from_shapes(op, input_dims, input_type)
+    shape_q = _C10D_SHAPES if source == "c10d" else _INPUT_SHAPE
+    sides = [
+        (counts[i], _COUNTS) if counts[i] is not None else (shapes[i], shape_q) for i in (0, 1)
+    ]
+    return (collective_of(label), *sides[0], *sides[1])
 
 
 def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:

@@ -6,6 +6,7 @@ import polars as pl
 
 from traceview.model import messages
 from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
+from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
 from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
@@ -92,22 +93,18 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     comm = attach_calls(device.filter(pl.col("kind") == "comm"), calls).join(
         trace.comm_args, on="row", how="left"
     )
-    own = [
-        messages.from_counts(i, o, d)
-        for i, o, d in comm.select("in_nelems", "out_nelems", "dtype").iter_rows()
-    ]
-    folded = pl.col("collective_name").map_elements(collective_of, return_dtype=pl.String)
-    by_kernel = pl.col("name").cast(pl.String).map_elements(collective_of, return_dtype=pl.String)
-    comm = comm.with_columns(
-        collective=pl.coalesce("call_collective", folded, by_kernel),
-        in_bytes=pl.coalesce(pl.Series([i for i, _ in own], dtype=pl.Int64), "call_in_bytes"),
-        out_bytes=pl.coalesce(pl.Series([o for _, o in own], dtype=pl.Int64), "call_out_bytes"),
+    comm = per_distinct(comm, _KERNEL_INPUTS, _kernel_fields, _KERNEL_FIELDS).with_columns(
+        collective=pl.coalesce("call_collective", "_folded", "_by_kernel"),
+        in_bytes=pl.coalesce("_in_bytes", "call_in_bytes"),
+        out_bytes=pl.coalesce("_out_bytes", "call_out_bytes"),
         arg_group_size=pl.coalesce("group_size", "call_group_size"),
         pg=pl.coalesce("pg_name", "call_pg"),
         pg_desc=pl.coalesce("pg_desc", "call_pg_desc"),
         seq=pl.coalesce("seq", "call_seq"),
     )
-    comm = messages.with_sizes(comm.drop("group_size"), trace_groups(trace), trace.meta.world_size)
+    comm = messages.with_sizes(
+        comm.drop("group_size", *_KERNEL_FIELDS), trace_groups(trace), trace.meta.world_size
+    )
     rest = device.filter(pl.col("kind") != "comm").with_columns(
         collective=pl.lit(None, pl.String),
         bytes=pl.lit(None, pl.Int64),
@@ -139,4 +136,29 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
             lane_kind=pl.lit("gpu_stream"),
         )
         .drop("stream")
+    )
+
+
+# A comm kernel's own arguments and name, and what is read from them: the collective from the
+# recorded collective_name, else from the kernel's name; the bytes from the element counts.
+_KERNEL_INPUTS = ("collective_name", "name", "in_nelems", "out_nelems", "dtype")
+_KERNEL_FIELDS: dict[str, pl.DataType] = {
+    "_folded": pl.String(),
+    "_by_kernel": pl.String(),
+    "_in_bytes": pl.Int64(),
+    "_out_bytes": pl.Int64(),
+}
+
+
+def _kernel_fields(
+    collective_name: str | None,
+    name: str | None,
+    in_nelems: int | None,
+    out_nelems: int | None,
+    dtype: str | None,
+) -> tuple[object, ...]:
+    return (
+        collective_of(collective_name),
+        collective_of(name),
+        *messages.from_counts(in_nelems, out_nelems, dtype),
     )

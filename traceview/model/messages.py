@@ -14,7 +14,10 @@ import json
 
 import polars as pl
 
+from traceview.model.distinct import per_distinct
 from traceview.parse import Trace
+
+INT64_MAX = (1 << 63) - 1
 
 # Element sizes by the spellings PyTorch uses: ScalarType names ("Float", "BFloat16") in
 # record_param_comms, C++ type names ("float", "c10::BFloat16") in Input type.
@@ -89,7 +92,7 @@ def from_counts(
         return None, None
 
     def scaled(n: int | None) -> int | None:
-        return n * size if n is not None and n >= 0 else None
+        return _int64(n * size) if n is not None and n >= 0 else None
 
     return scaled(in_nelems), scaled(out_nelems)
 
@@ -122,10 +125,16 @@ def _tensor_bytes(shape: object, dtype: object) -> int | None:
     if size is None or not isinstance(shape, list) or not shape:
         return None
     if all(isinstance(d, int) for d in shape):
-        return _product(shape) * size  # type: ignore[arg-type]
+        return _int64(_product(shape) * size)  # type: ignore[arg-type]
     if all(isinstance(s, list) and all(isinstance(d, int) for d in s) for s in shape):
-        return sum(_product(s) for s in shape) * size  # type: ignore[arg-type]
+        return _int64(sum(_product(s) for s in shape) * size)  # type: ignore[arg-type]
     return None
+
+
+def _int64(n: int) -> int | None:
+    """A size as the tables hold it (int64, not negative); beyond that no real trace goes, and
+    a hostile one's size is unknown."""
+    return n if 0 <= n <= INT64_MAX else None
 
 
 def _product(shape: list[int]) -> int:
@@ -157,11 +166,11 @@ def message_bytes(
     if collective in _GATHERS:
         if out_bytes is not None:
             return out_bytes
-        return in_bytes * group_size if in_bytes is not None and group_size else None
+        return _int64(in_bytes * group_size) if in_bytes is not None and group_size else None
     if collective in _SCATTERS:
         if in_bytes is not None:
             return in_bytes
-        return out_bytes * group_size if out_bytes is not None and group_size else None
+        return _int64(out_bytes * group_size) if out_bytes is not None and group_size else None
     if collective == "all_to_all":
         return in_bytes
     known = [b for b in (in_bytes, out_bytes) if b is not None]
@@ -176,7 +185,7 @@ class GroupSizes:
         self.default_names: set[str] = set()
         for pg in pg_config:
             name, size = pg.get("pg_name"), pg.get("pg_size")
-            if isinstance(name, str) and isinstance(size, int) and size >= 1:
+            if isinstance(name, str) and isinstance(size, int) and 1 <= size <= INT64_MAX:
                 self.by_name[name] = size
                 if pg.get("pg_desc") == "default_pg":
                     self.default_names.add(name)
@@ -232,22 +241,32 @@ MESSAGE_COLUMNS: dict[str, pl.DataType] = {
 
 def with_sizes(frame: pl.DataFrame, groups: GroupSizes, world_size: int | None) -> pl.DataFrame:
     """Add `group_size` and `bytes` (the nccl-tests size) to rows with MESSAGE_COLUMNS, and
-    drop the raw ones. Per row in Python: communication rows are few."""
-    sizes, message = [], []
-    for r in frame.select(list(MESSAGE_COLUMNS)).iter_rows(named=True):
+    drop the raw ones."""
+
+    def sizes(
+        collective: str | None,
+        in_bytes: int | None,
+        out_bytes: int | None,
+        recorded: int | None,
+        pg: str | None,
+        pg_desc: str | None,
+    ) -> tuple[int | None, int | None]:
         n = group_size(
-            recorded=r["arg_group_size"],
-            pg=r["pg"],
-            pg_desc=r["pg_desc"],
-            collective=r["collective"],
-            in_bytes=r["in_bytes"],
-            out_bytes=r["out_bytes"],
+            recorded=recorded,
+            pg=pg,
+            pg_desc=pg_desc,
+            collective=collective,
+            in_bytes=in_bytes,
+            out_bytes=out_bytes,
             groups=groups,
             world_size=world_size,
         )
-        sizes.append(n)
-        message.append(message_bytes(r["collective"], r["in_bytes"], r["out_bytes"], n))
-    return frame.with_columns(
-        group_size=pl.Series(sizes, dtype=pl.Int64),
-        bytes=pl.Series(message, dtype=pl.Int64),
+        return n, message_bytes(collective, in_bytes, out_bytes, n)
+
+    inputs = [c for c in MESSAGE_COLUMNS if c != "seq"]  # each call its own: not an input
+    return per_distinct(
+        frame.drop("group_size", "bytes", strict=False),
+        inputs,
+        sizes,
+        {"group_size": pl.Int64(), "bytes": pl.Int64()},
     ).drop("in_bytes", "out_bytes", "arg_group_size", "pg_desc")
