@@ -9,6 +9,7 @@ import polars as pl
 from traceview.algebra import IntervalSet, difference, union
 from traceview.model import messages
 from traceview.model.calls import comm_call_ops, merge_nested
+from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
 from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
 from traceview.model.steps import assign_steps
@@ -155,22 +156,40 @@ def _comm_threads(trace: Trace, gloo: pl.DataFrame) -> pl.DataFrame:
 
 def _comm_rows(comm: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     rows = comm.join(trace.comm_args, on="row", how="left")
-    sizes = [
-        messages.from_counts(r["in_nelems"], r["out_nelems"], r["dtype"])
-        if r["dtype"] and (r["in_nelems"] is not None or r["out_nelems"] is not None)
-        else messages.from_shapes(str(r["name"]), r["input_dims"], r["input_type"])
-        for r in rows.iter_rows(named=True)
-    ]
-    return rows.with_columns(
-        kind=pl.lit("comm"),
-        collective=pl.col("name")
-        .cast(pl.String)
-        .map_elements(collective_of, return_dtype=pl.String),
-        in_bytes=pl.Series([i for i, _ in sizes], dtype=pl.Int64),
-        out_bytes=pl.Series([o for _, o in sizes], dtype=pl.Int64),
-        arg_group_size=pl.col("group_size"),
-        pg=pl.col("pg_name"),
-    ).drop("group_size")
+    return (
+        per_distinct(rows, _SPAN_INPUTS, _span_fields, _SPAN_FIELDS)
+        .with_columns(
+            kind=pl.lit("comm"), arg_group_size=pl.col("group_size"), pg=pl.col("pg_name")
+        )
+        .drop("group_size")
+    )
+
+
+# A Gloo span's name and arguments, and what is read from them: its collective, and its
+# input and output bytes from the element counts where they are recorded, else the shapes.
+_SPAN_INPUTS = ("name", "in_nelems", "out_nelems", "dtype", "input_dims", "input_type")
+_SPAN_FIELDS: dict[str, pl.DataType] = {
+    "collective": pl.String(),
+    "in_bytes": pl.Int64(),
+    "out_bytes": pl.Int64(),
+}
+
+
+def _span_fields(
+    name: str,
+    in_nelems: int | None,
+    out_nelems: int | None,
+    dtype: str | None,
+    input_dims: str | None,
+    input_type: str | None,
+) -> tuple[object, ...]:
+    counted = dtype and (in_nelems is not None or out_nelems is not None)
+    sizes = (
+        messages.from_counts(in_nelems, out_nelems, dtype)
+        if counted
+        else messages.from_shapes(str(name), input_dims, input_type)
+    )
+    return (collective_of(name), *sizes)
 
 
 def _call_rows(training: pl.DataFrame, trace: Trace) -> pl.DataFrame:
