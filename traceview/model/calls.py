@@ -52,7 +52,8 @@ def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame
     return per_distinct(ops.with_columns(source=source), _OP_INPUTS, _op_fields, _OP_FIELDS)
 
 
-# What an op's collective and sizes are read from, and what is read (parse/args.py names).
+# The columns an op's collective and sizes are read from (its name, the args of parse/args.py),
+# and what is read: the collective, and each side's bytes with how well they are known.
 _OP_INPUTS = (
     "name",
     "source",
