@@ -54,16 +54,7 @@ def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame
 
 # The columns an op's collective and sizes are read from (its name, the args of parse/args.py),
 # and what is read: the collective, and each side's bytes with how well they are known.
-_OP_INPUTS = (
-    "name",
-    "source",
-    "collective_name",
-    "in_nelems",
-    "out_nelems",
-    "dtype",
-    "input_dims",
-    "input_type",
-)
+_OP_INPUTS = ("name", "source", "collective_name", *messages.SIZE_ARGS)
 _OP_FIELDS: dict[str, pl.DataType] = {
     "op_collective": pl.String(),
     "op_in": pl.Int64(),

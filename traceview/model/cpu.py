@@ -167,7 +167,7 @@ def _comm_rows(comm: pl.DataFrame, trace: Trace) -> pl.DataFrame:
 
 # A Gloo span's name and arguments, and what is read from them: its collective, and its
 # input and output bytes from the element counts where they are recorded, else the shapes.
-_SPAN_INPUTS = ("name", "in_nelems", "out_nelems", "dtype", "input_dims", "input_type")
+_SPAN_INPUTS = ("name", *messages.SIZE_ARGS)
 _SPAN_FIELDS: dict[str, pl.DataType] = {
     "collective": pl.String(),
     "in_bytes": pl.Int64(),

@@ -79,6 +79,11 @@ _GATHERS = ("all_gather",)
 _SCATTERS = ("reduce_scatter",)
 
 
+# The recorded args (parse/args.py columns) a call's sizes are read from: from_counts takes the
+# first three, from_shapes the last two.
+SIZE_ARGS = ("in_nelems", "out_nelems", "dtype", "input_dims", "input_type")
+
+
 def dtype_bytes(dtype: str | None) -> int | None:
     return _DTYPE_BYTES.get(dtype.strip().lower()) if dtype else None
 
