@@ -1,4 +1,5 @@
-"""traceview sets up polars' allocator and numpy's BLAS threads before either library loads,
+"""traceview sets up polars' allocator and thread pool and numpy's BLAS threads before either
+library loads, gives the worker processes of a many-trace load a polars pool of one thread,
 and leaves a user's own settings."""
 
 from __future__ import annotations
@@ -7,7 +8,13 @@ import os
 import subprocess
 import sys
 
-from traceview.preload import BLAS_THREADS_ENV, JEMALLOC_CONF, JEMALLOC_ENV
+from traceview.preload import (
+    BLAS_THREADS_ENV,
+    JEMALLOC_CONF,
+    JEMALLOC_ENV,
+    POLARS_THREADS_ENV,
+    cores,
+)
 
 # Prints each setting as it stands when its library is first imported, however traceview gets
 # there.
@@ -17,6 +24,7 @@ class Spy:
     def find_spec(self, name, path=None, target=None):
         if name == "polars":
             print("polars", os.environ.get({JEMALLOC_ENV!r}))
+            print("polars_threads", os.environ.get({POLARS_THREADS_ENV!r}))
         if name == "numpy":
             print("numpy", os.environ.get({BLAS_THREADS_ENV!r}))
         return None
@@ -24,19 +32,46 @@ sys.meta_path.insert(0, Spy())
 import traceview
 """
 
+# What a worker process started by a many-trace load sees, and the setting after the load.
+_IN_WORKERS = f"""
+import os
+from traceview.loader.parallel import map_in_processes
+if __name__ == "__main__":
+    seen = map_in_processes(os.getenv, [({POLARS_THREADS_ENV!r},)] * 2, jobs=2)
+    print("workers", *sorted(set(seen)))
+    print("after", os.environ.get({POLARS_THREADS_ENV!r}))
+"""
 
-def _settings_at_import(env: dict[str, str]) -> dict[str, str]:
+_OURS = (JEMALLOC_ENV, POLARS_THREADS_ENV, BLAS_THREADS_ENV)
+
+
+def _env(**settings: str) -> dict[str, str]:
+    return {**{k: v for k, v in os.environ.items() if k not in _OURS}, **settings}
+
+
+def _run(script: str, env: dict[str, str]) -> dict[str, str]:
     out = subprocess.run(
-        [sys.executable, "-c", _AT_IMPORT], env=env, capture_output=True, text=True, check=True
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
     return dict(line.split(" ", 1) for line in out.stdout.splitlines())
 
 
 def test_the_settings_are_made_before_the_libraries_load():
-    env = {k: v for k, v in os.environ.items() if k not in (JEMALLOC_ENV, BLAS_THREADS_ENV)}
-    assert _settings_at_import(env) == {"polars": JEMALLOC_CONF, "numpy": "1"}
+    assert _run(_AT_IMPORT, _env()) == {
+        "polars": JEMALLOC_CONF,
+        "polars_threads": str(max(1, cores() - 1)),
+        "numpy": "1",
+    }
 
 
 def test_settings_of_the_users_own_are_kept():
-    env = {**os.environ, JEMALLOC_ENV: "narenas:4", BLAS_THREADS_ENV: "8"}
-    assert _settings_at_import(env) == {"polars": "narenas:4", "numpy": "8"}
+    env = _env(**{JEMALLOC_ENV: "narenas:4", POLARS_THREADS_ENV: "3", BLAS_THREADS_ENV: "8"})
+    assert _run(_AT_IMPORT, env) == {"polars": "narenas:4", "polars_threads": "3", "numpy": "8"}
+
+
+def test_worker_processes_get_a_pool_of_one_thread_and_the_setting_comes_back():
+    assert _run(_IN_WORKERS, _env()) == {"workers": "1", "after": str(max(1, cores() - 1))}
+
+
+def test_a_users_own_pool_size_reaches_the_workers_too():
+    assert _run(_IN_WORKERS, _env(**{POLARS_THREADS_ENV: "3"})) == {"workers": "3", "after": "3"}

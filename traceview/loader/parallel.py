@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -13,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from traceview import preload
 from traceview.analysis.rank import RankReport
 from traceview.errors import A_BUG, NotATraceError, TraceviewError
 from traceview.loader.rank import analyze_trace
@@ -101,7 +101,7 @@ def map_in_processes(
 ) -> list[R]:
     """`fn(*task)` for each task, one process per core (or `jobs`); results in task order.
     `fn` must be a module-level function (it is sent to the workers by name)."""
-    workers = max(1, min(len(tasks), jobs or os.cpu_count() or 1))
+    workers = max(1, min(len(tasks), jobs or preload.cores()))
     if workers == 1:
         results_in_order: list[R] = []
         for i, task in enumerate(tasks):
@@ -113,7 +113,8 @@ def map_in_processes(
     # spawn, not fork: polars' thread pools do not survive a fork.
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        with _workers_skip_main():  # the workers start as the tasks are submitted
+        # The workers start as the tasks are submitted.
+        with _workers_skip_main(), preload.for_workers():
             futures = {pool.submit(fn, *task): i for i, task in enumerate(tasks)}
         for done, future in enumerate(as_completed(futures), start=1):
             i = futures[future]
