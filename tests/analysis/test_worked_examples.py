@@ -110,3 +110,39 @@ def test_cpu_comm_pattern_turns_only_the_matching_spans_into_communication(tmp_p
     )
     # Gloo's spans keep the collective of the calls that queued them.
     assert {c.collective for c in report.collectives} == {"all_reduce", "unknown"}
+
+
+_ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def test_gpu_steps_from_their_own_compute_and_comm_kernels_only(tmp_path):
+    """Step 1 launched only a memcpy: no breakdown. Step 2 only an all-reduce [120,150).
+    Step 3 an all-reduce [205,215) launched before its compute [220,240)."""
+    events = [
+        tb.step(1, 0, 100),
+        tb.step(2, 100, 100),
+        tb.step(3, 200, 100),
+        *(tb.launch(corr, ts) for corr, ts in ((1, 5), (2, 105), (3, 201), (4, 202))),
+        tb.kernel("Memcpy HtoD (Pageable -> Device)", 10, 10, corr=1, cat="gpu_memcpy"),
+        tb.kernel(_ALL_REDUCE, 120, 30, corr=2, stream=20),
+        tb.kernel(_ALL_REDUCE, 205, 10, corr=3, stream=20),
+        tb.kernel("volta_sgemm_128x64_nn", 220, 20, corr=4),
+    ]
+    report = analyze_trace(tb.write(tmp_path / "gpu.json", tb.document(events)))
+    assert [s.step for s in report.steps] == [2, 3]
+    b = report.steps[0].breakdown
+    assert (b.start_ns, b.end_ns, b.compute_ns, b.comm_ns) == (120 * US, 150 * US, 0, 30 * US)
+    assert (b.overlap_ns, b.exposed_comm_ns, b.idle_ns) == (0, 30 * US, 0)
+    b = report.steps[1].breakdown
+    assert (b.start_ns, b.end_ns, b.compute_ns, b.comm_ns) == (205 * US, 240 * US, 20 * US, 10 * US)
+    assert (b.overlap_ns, b.exposed_comm_ns, b.idle_ns) == (0, 10 * US, 5 * US)
+
+
+def test_gpu_steps_that_launched_no_compute_or_comm_have_no_breakdown(tmp_path):
+    events = [
+        tb.step(1, 0, 100),
+        tb.launch(1, 5),
+        tb.kernel("Memcpy HtoD (Pageable -> Device)", 10, 10, corr=1, cat="gpu_memcpy"),
+    ]
+    report = analyze_trace(tb.write(tmp_path / "gpu.json", tb.document(events)))
+    assert report.mode == "gpu" and report.steps == ()

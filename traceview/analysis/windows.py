@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
-from traceview.algebra import EMPTY, IntervalSet, union
+from traceview.algebra import IntervalSet, union
 from traceview.analysis.breakdown import Breakdown, breakdown
 from traceview.analysis.spans import kind_set
 from traceview.model import Timeline
@@ -75,41 +76,33 @@ def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:
             StepBreakdown(step=step, breakdown=breakdown(compute, comm, start, end))
             for step, start, end in timeline.step_spans.sort("step").iter_rows()
         ]
-    # Split once by step and kind (hundreds of steps: one filter each would cost more).
-    parts = (
+    # Sorted once by step, each step's compute rows before its comm rows, and cut with numpy:
+    # hundreds of steps, so a frame or a filter each would cost more than the sums themselves.
+    rows = (
         work.lazy()
-        .filter(pl.col("step").is_not_null())
-        .select("step", "kind", "ts_ns", "end_ns")
+        .filter(pl.col("step").is_not_null() & pl.col("kind").is_in(WINDOW_KINDS))
+        .select("step", comm=pl.col("kind") == "comm", ts_ns="ts_ns", end_ns="end_ns")
+        .sort("step", "comm", maintain_order=True)
         .collect()
-        .partition_by("step", "kind", as_dict=True)
     )
-    by_step: dict[int, dict[str, pl.DataFrame]] = {}
-    for (step, kind), rows in parts.items():
-        by_step.setdefault(int(step), {})[str(kind)] = rows  # type: ignore[call-overload]
+    if rows.height == 0:
+        return []
+    step, is_comm = rows["step"].to_numpy(), rows["comm"].to_numpy()
+    ts, end = rows["ts_ns"].to_numpy(), rows["end_ns"].to_numpy()
+    edges = np.concatenate(([0], np.flatnonzero(step[1:] != step[:-1]) + 1, [step.size]))
+    computes = np.zeros(step.size + 1, np.int64)  # compute rows before each row
+    np.cumsum(~is_comm, out=computes[1:])
     out = []
-    for step in sorted(by_step):
-        own = _kinds_window(by_step[step], timeline)
-        if own is not None:
-            out.append(StepBreakdown(step=step, breakdown=own))
+    for a, b in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+        split = a + int(computes[b] - computes[a])  # where the step's comm rows begin
+        own = breakdown(
+            union(ts[a:split], end[a:split]),
+            union(ts[split:b], end[split:b]) if timeline.comm_measured else None,
+            int(ts[a:b].min()),
+            int(end[a:b].max()),
+        )
+        out.append(StepBreakdown(step=int(step[a]), breakdown=own))
     return out
-
-
-def _kinds_window(kinds: dict[str, pl.DataFrame], timeline: Timeline) -> Breakdown | None:
-    """_own_window of rows already split by kind."""
-    spanning = [kinds[k] for k in WINDOW_KINDS if k in kinds]
-    if not spanning:
-        return None
-
-    def union_of(kind: str) -> IntervalSet:
-        rows = kinds.get(kind)
-        return EMPTY if rows is None else union(rows["ts_ns"].to_numpy(), rows["end_ns"].to_numpy())
-
-    return breakdown(
-        union_of("compute"),
-        union_of("comm") if timeline.comm_measured else None,
-        min(int(rows["ts_ns"].min()) for rows in spanning),  # type: ignore[arg-type]
-        max(int(rows["end_ns"].max()) for rows in spanning),  # type: ignore[arg-type]
-    )
 
 
 def before_first_step(timeline: Timeline) -> BeforeFirstStep | None:
