@@ -6,12 +6,11 @@ this first); a setting of the user's own, in the same variable, is left as it is
   one thread freed is not reused by the next, and a 1 GB trace peaks about 10 % higher
   (benchmarks/bench_analyze.py). Handing freed pages back sooner (the decay settings) lowers the
   peak little more and costs system time in page faults.
-- polars' thread pool: one thread fewer than the cores, and one thread in each worker process
-  of a many-trace load (one process per core already uses them all). A large trace is read by
-  two threads of traceview's own (parse/halves.py) that call polars for each group of rows;
-  with a pool thread for every core besides, the pool's workers, woken for each of those small
-  calls, take the cores the reading threads need. On 2 cores a pool of one thread used 7-10 %
-  less CPU at the same wall time (one 58 MB, 263 MB and 1 GB trace; four 58 MB ranks).
+- polars' thread pool: one thread in each worker process of a many-trace load (one process per
+  core already uses every core; a pool per process as wide as the machine only adds threads
+  that compete): four 58 MB ranks on 2 cores took 8 % less CPU and 8 % less wall time. A single
+  trace keeps polars' own pool: on 2 cores a pool of one thread cost less CPU in some runs and
+  more wall time in others (its two reading threads then wait on one pool thread).
 - numpy's OpenBLAS: one thread. traceview's arrays are small fits and interval sets; a pool of
   BLAS threads only costs start-up time, and its idle threads spin.
 """
@@ -35,24 +34,19 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-_USERS_POLARS_THREADS = os.environ.get(POLARS_THREADS_ENV)
 os.environ.setdefault(JEMALLOC_ENV, JEMALLOC_CONF)
-os.environ.setdefault(POLARS_THREADS_ENV, str(max(1, cores() - 1)))
 os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
 @contextmanager
 def for_workers() -> Iterator[None]:
-    """The settings worker processes started inside inherit: a polars pool of one thread each."""
-    if _USERS_POLARS_THREADS is not None:
+    """The settings worker processes started inside inherit: a polars pool of one thread each
+    (unless the user set its size)."""
+    if POLARS_THREADS_ENV in os.environ:
         yield
         return
-    ours = os.environ.get(POLARS_THREADS_ENV)
     os.environ[POLARS_THREADS_ENV] = "1"
     try:
         yield
     finally:
-        if ours is None:
-            os.environ.pop(POLARS_THREADS_ENV, None)
-        else:
-            os.environ[POLARS_THREADS_ENV] = ours
+        os.environ.pop(POLARS_THREADS_ENV, None)
