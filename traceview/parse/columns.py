@@ -18,41 +18,11 @@ from traceview.parse.args import (
     EVENT_ARGS_SCHEMA,
     Reading,
 )
+from traceview.parse.categories import CATEGORY, category
 from traceview.parse.events import CompleteEvent, MetadataEvent
 from traceview.parse.fast import COLUMNS as SCANNED
 from traceview.parse.fast import NONE, ScannedBatch
 from traceview.parse.names import KEEPS_COMM_ARGS
-
-# Kineto has renamed its categories over the years; fold them onto one closed set.
-CATEGORY = pl.Enum(
-    [
-        "kernel",
-        "memcpy",
-        "memset",
-        "runtime",
-        "cpu_op",
-        "user_annotation",
-        "gpu_annotation",
-        "python",
-        "other",
-    ]
-)
-_CATEGORY_OF = {
-    "kernel": "kernel",
-    "gpu_memcpy": "memcpy",
-    "memcpy": "memcpy",
-    "gpu_memset": "memset",
-    "memset": "memset",
-    "cuda_runtime": "runtime",
-    "cuda_driver": "runtime",
-    "runtime": "runtime",
-    "cpu_op": "cpu_op",
-    "operator": "cpu_op",
-    "user_annotation": "user_annotation",
-    "gpu_user_annotation": "gpu_annotation",
-    "python_function": "python",
-    "python": "python",
-}
 
 # A batch of complete events, as either path of the parser hands it on: times in integer
 # nanoseconds (null where unreadable), categories folded.
@@ -170,15 +140,6 @@ def nanoseconds(us: pl.Expr) -> pl.Expr:
     return pl.when(us.abs() <= MAX_US).then(ns)
 
 
-def category(raw: pl.Expr) -> pl.Expr:
-    """Kineto's category names, folded onto CATEGORY (evaluated once per distinct name)."""
-    return (
-        raw.cast(pl.String)
-        .str.to_lowercase()
-        .replace_strict(_CATEGORY_OF, default="other", return_dtype=CATEGORY)
-    )
-
-
 def _ids(values: list[object]) -> pl.Series:
     try:
         return pl.Series(values, dtype=pl.Int64, strict=True)  # the usual case: ints
@@ -269,13 +230,12 @@ def scanned_events(
     table = np.concatenate([b.columns[: len(SCANNED)] for b in batches], axis=1)
     last = batches[-1]  # its tables of distinct strings hold every earlier batch's
     ints = {c: pl.Series(c, table[i]) for i, c in enumerate(SCANNED) if c not in ("name", "cat")}
-    folded = last.categories.to_frame("cat").select(category(pl.col("cat")))["cat"]
     frame = (
         pl.DataFrame(ints)
         .select([pl.when(pl.col(c) != NONE).then(pl.col(c)).alias(c) for c in ints])
         .with_columns(
             name=last.names.gather(table[SCANNED.index("name")]),
-            cat=folded.gather(table[SCANNED.index("cat")]),
+            cat=last.categories.gather(table[SCANNED.index("cat")]),
         )
         .select(list(BATCH_SCHEMA))
     )

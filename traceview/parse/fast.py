@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from traceview.parse.args import TRACE_ARGS, Args
+from traceview.parse.categories import CATEGORY, category
 from traceview.parse.events import FLOAT_EXACT_NS, KNOWN_PHASES, STRICT_EVENT, MetadataEvent
 from traceview.parse.names import KEEPS_COMM_ARGS
 
@@ -64,7 +65,7 @@ class ScannedBatch:
 
     columns: np.ndarray  # (len(COLUMNS) + 2, rows) int64; NONE where missing
     names: pl.Series  # Categorical: the trace's distinct names so far, by the scanner's ids
-    categories: pl.Series  # the same for categories, as written
+    categories: pl.Series  # the same for categories, folded onto CATEGORY
     metadata: list[MetadataEvent]
     comm_args: list[tuple[int, Any]]  # (row in batch, Args) of communication events
     odd_ids: dict[str, list[tuple[int, object]]]  # column -> (row in batch, decoded value)
@@ -107,7 +108,7 @@ class Scanner:
         self._categories: list[str] = []
         self._comm_names: list[bool] = []  # by name id: its events keep their args
         self._name_series = pl.Series(dtype=pl.Categorical)
-        self._category_series = pl.Series(dtype=pl.Categorical)
+        self._category_series = pl.Series(dtype=CATEGORY)  # folded once, as they are learnt
 
     def scan(self, buf: Readable, pos: int, precise: bool) -> Scanned:
         (
@@ -162,7 +163,8 @@ class Scanner:
             self._name_series = pl.Series(self._names, dtype=pl.Categorical)
         if categories:
             self._categories += categories
-            self._category_series = pl.Series(self._categories, dtype=pl.Categorical)
+            written = pl.Series("cat", self._categories, dtype=pl.String)
+            self._category_series = written.to_frame().select(category(pl.col("cat")))["cat"]
 
     def _comm_args(self, buf: Readable, table: np.ndarray) -> list[tuple[int, Any]]:
         keeps = np.asarray(self._comm_names, dtype=bool)
