@@ -1,5 +1,3 @@
-import sys
+from traceview.cli import program
 
-from traceview.cli import main
-
-sys.exit(main())
+program()
