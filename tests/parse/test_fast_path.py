@@ -114,6 +114,10 @@ VARIANTS = [
     _event(args=None),
     _event(args=[1, 2]),
     _event(args={"correlation": True}),
+    _event(  # keys as long as declared ones (device, stream: 6 bytes) and longer than any
+        cat="kernel",
+        args={"devicx": 3, "device": 1, "strean": 4, "stream": 9, "k" * 63: 1, "k" * 80: "", "": 2},
+    ),
     _event(args={"x": {"y": [[[[{"z": [1, 2.5e10, None, True, "s"]}]]]]}}),
     _event(args={"name": 5}),
     _event(ph="Q"),

@@ -182,7 +182,8 @@ static PyObject *intern_new(Intern *t) {
     return out;
 }
 
-#define MAX_ARG_KEYS 32
+#define MAX_ARG_KEYS 32  /* a bit each in keys_of_length */
+#define KEY_LENGTHS 64   /* keys this long or longer share the last slot */
 typedef struct {
     PyObject_HEAD
     Intern names, cats;
@@ -191,6 +192,9 @@ typedef struct {
     char *arg_key[MAX_ARG_KEYS];
     size_t arg_key_len[MAX_ARG_KEYS];
     int arg_kind[MAX_ARG_KEYS];
+    /* Bit k set where arg_key[k] has this length: most keys of an event's args are not
+     * declared, and their length alone rules out every declared key, or all but one. */
+    uint32_t keys_of_length[KEY_LENGTHS];
     Vec columns[N_COLUMNS];
     Vec metadata; /* start, end of each metadata event */
     Vec odd_ids;  /* row, column, value start, value end */
@@ -651,6 +655,8 @@ static int check_loose(const unsigned char **pp, const unsigned char *end, Event
     return skip_value(pp, end, 2);
 }
 
+static inline size_t length_slot(size_t len) { return len < KEY_LENGTHS ? len : KEY_LENGTHS - 1; }
+
 /* Whether a key is `word` (n bytes): the first byte compared before memcmp is called. */
 static inline int key_is(const Str *k, const char *word, size_t n) {
     return k->len == n && (n == 0 || k->start[0] == (unsigned char)word[0]) &&
@@ -676,7 +682,9 @@ static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char 
             if ((r = read_key(&p, end, &key)) != OK) return r;
             int kind = -1;
             if (key.escaped) ev->odd_for_complete = 1; /* a key spelt with escapes */
-            for (int k = 0; k < sc->n_arg_keys && !key.escaped; k++) {
+            uint32_t candidates = key.escaped ? 0 : sc->keys_of_length[length_slot(key.len)];
+            for (; candidates; candidates &= candidates - 1) {
+                int k = __builtin_ctz(candidates);
                 if (key_is(&key, sc->arg_key[k], sc->arg_key_len[k])) {
                     kind = sc->arg_kind[k];
                     break;
@@ -913,6 +921,7 @@ static int Scanner_init(Scanner *sc, PyObject *args, PyObject *kwds) {
     PyObject *seq = PySequence_Fast(keys, "arg_keys: a sequence");
     if (!seq) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    memset(sc->keys_of_length, 0, sizeof(sc->keys_of_length));
     if (n > MAX_ARG_KEYS) {
         Py_DECREF(seq);
         PyErr_SetString(PyExc_ValueError, "too many arg keys");
@@ -930,6 +939,7 @@ static int Scanner_init(Scanner *sc, PyObject *args, PyObject *kwds) {
         memcpy(sc->arg_key[i], key, (size_t)key_len);
         sc->arg_key_len[i] = (size_t)key_len;
         sc->arg_kind[i] = kind;
+        sc->keys_of_length[length_slot((size_t)key_len)] |= 1u << i;
         sc->n_arg_keys = (int)i + 1;
     }
     Py_DECREF(seq);
