@@ -208,7 +208,9 @@ def main() -> None:
     ap.add_argument("--pure-max-mb", type=int, default=263, help="the pure-Python path up to here")
     ap.add_argument("--floors-max-mb", type=int, default=1000, help="measure the floors up to here")
     ap.add_argument("--hta-venv", type=Path, default=ROOT / "bench_out/hta-venv")
-    ap.add_argument("--epoch-mb", type=int, default=263, help="size of the timestamp comparison")
+    ap.add_argument(
+        "--epoch-mb", type=int, default=263, help="size of the timestamp comparison (0: none)"
+    )
     ap.add_argument("--source", type=Path, help="the real trace to tile")
     ap.add_argument("--work", type=Path, default=ROOT / "bench_out", help="where traces are built")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median kept)")
@@ -247,6 +249,19 @@ def main() -> None:
         singles.append((size / 10**9, run))
         sys.stdout.flush()
 
+    if args.epoch_mb:
+        epoch_rows(source, args)
+    if len(singles) >= 2:
+        fixed, per_gb = _linear_fit([gb for gb, _ in singles], [r.cpu_s for _, r in singles])
+        print(
+            f"CPU seconds ≈ {fixed:.2f} + {per_gb:.2f} × GB (least squares over the sizes): "
+            f"{1000 / per_gb:,.0f} MB/s per core once started; CPU seconds per GB at each size: "
+            + ", ".join(f"{gb:.2f} GB {r.cpu_s / gb:.2f}" for gb, r in singles if gb >= 0.2)
+        )
+
+
+def epoch_rows(source: Path, args: argparse.Namespace) -> None:
+    """The same trace with epoch timestamps written whole and with fractions, measured in turn."""
     base = args.work / f"tiled_{args.epoch_mb}MB.json"
     frac, whole = epoch_built(built(source, base, args.epoch_mb * 10**6), args.work)
     repeat = max(args.repeat, 5)
@@ -257,13 +272,6 @@ def main() -> None:
         f"\nfractional ÷ whole timestamps, CPU: {timed_frac.cpu_s / timed_whole.cpu_s:.2f}× "
         f"(medians of {repeat}, measured in turn)\n"
     )
-    if len(singles) >= 2:
-        fixed, per_gb = _linear_fit([gb for gb, _ in singles], [r.cpu_s for _, r in singles])
-        print(
-            f"CPU seconds ≈ {fixed:.2f} + {per_gb:.2f} × GB (least squares over the sizes): "
-            f"{1000 / per_gb:,.0f} MB/s per core once started; CPU seconds per GB at each size: "
-            + ", ".join(f"{gb:.2f} GB {r.cpu_s / gb:.2f}" for gb, r in singles if gb >= 0.2)
-        )
 
 
 if __name__ == "__main__":
