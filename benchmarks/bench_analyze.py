@@ -3,8 +3,9 @@ floors of reading and decoding the same bytes, all in one run.
 
 Builds traces by tiling a real one (benchmarks/tile.py) at the sizes asked and runs each tool as
 its own process, reporting wall time, CPU time (all threads and children), cores used, MB/s per
-core and peak RSS. Holistic Trace Analysis (load + communication/computation overlap) runs from
-its own virtual environment, made on first use (`--hta-venv`; PyPI's HolisticTraceAnalysis).
+core and peak RSS, each size also above the fixed cost every run pays (one step of the same
+job). Holistic Trace Analysis (load + communication/computation overlap) runs from its own
+virtual environment, made on first use (`--hta-venv`; PyPI's HolisticTraceAnalysis).
 Run from the repository root:
 
     .venv/bin/python benchmarks/bench_analyze.py                      # 58 MB … 5 GB, HTA to 263 MB
@@ -22,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
+ONE_STEP = ROOT / "tests/fixtures/traces/nccl_ddp_w2_rank0_step5.json.gz"  # 2.3 MB of JSON
 DEFAULT_SOURCES = [
     ROOT.parent / "shared/traces/nccl_ddp_resnet_w2_rank0/nccl_data.json.gz",  # Kineto's own text
-    ROOT / "tests/fixtures/traces/nccl_ddp_w2_rank0_step5.json.gz",  # the same job, one step
+    ONE_STEP,  # the same job, one step
 ]
 MB = 1e6
 PURE_PYTHON_ENV = "TRACEVIEW_PURE_PYTHON"  # traceview/parse/fast.py: no compiled scanner
@@ -229,6 +231,12 @@ def main() -> None:
         f"median of {args.repeat} runs · HTA {HTA_VERSION if hta else 'not run'}\n"
     )
     print(HEADER)
+    # What every run pays whatever the trace's size: start-up, the libraries loaded, and the
+    # part of polars' code that running pages in. The sizes' costs are read above it.
+    small = built(ONE_STEP, args.work / "one_step.json", 1)  # one copy: the step as it is
+    measure_once(traceview_cmd(small))  # the first run after the compile reads every module cold
+    fixed = measure(traceview_cmd(small), args.repeat)
+    print(row("traceview analyze, one step: the fixed cost", small.stat().st_size, fixed))
     singles: list[tuple[float, Run]] = []
     for mb in sizes:
         path = built(source, args.work / f"tiled_{mb}MB.json", mb * 10**6)
@@ -251,10 +259,19 @@ def main() -> None:
 
     if args.epoch_mb:
         epoch_rows(source, args)
+    print(
+        f"\nAbove the fixed cost ({fixed.peak_rss_mb:,.0f} MB peak RSS, {fixed.cpu_s:.2f} CPU s): "
+        + "; ".join(
+            f"{gb * 1000:,.0f} MB {r.peak_rss_mb - fixed.peak_rss_mb:+,.0f} MB RSS "
+            f"({(r.peak_rss_mb - fixed.peak_rss_mb) / (gb * 1000):.2f}× its size), "
+            f"{r.cpu_s - fixed.cpu_s:+.2f} CPU s"
+            for gb, r in singles
+        )
+    )
     if len(singles) >= 2:
-        fixed, per_gb = _linear_fit([gb for gb, _ in singles], [r.cpu_s for _, r in singles])
+        start_s, per_gb = _linear_fit([gb for gb, _ in singles], [r.cpu_s for _, r in singles])
         print(
-            f"CPU seconds ≈ {fixed:.2f} + {per_gb:.2f} × GB (least squares over the sizes): "
+            f"\nCPU seconds ≈ {start_s:.2f} + {per_gb:.2f} × GB (least squares over the sizes): "
             f"{1000 / per_gb:,.0f} MB/s per core once started; CPU seconds per GB at each size: "
             + ", ".join(f"{gb:.2f} GB {r.cpu_s / gb:.2f}" for gb, r in singles if gb >= 0.2)
         )
@@ -270,7 +287,7 @@ def epoch_rows(source: Path, args: argparse.Namespace) -> None:
         print(row(f"traceview analyze, epoch µs {label}", path.stat().st_size, run))
     print(
         f"\nfractional ÷ whole timestamps, CPU: {timed_frac.cpu_s / timed_whole.cpu_s:.2f}× "
-        f"(medians of {repeat}, measured in turn)\n"
+        f"(medians of {repeat}, measured in turn)"
     )
 
 
