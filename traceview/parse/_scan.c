@@ -1010,6 +1010,16 @@ static int guarded(void (*read)(void *), void *arg) {
 }
 #endif
 
+/* guarded(read, arg) without the GIL, then `buf` (what it read) released: 1 where it faulted. */
+static int guarded_unlocked(void (*read)(void *), void *arg, Py_buffer *buf) {
+    int faulted;
+    Py_BEGIN_ALLOW_THREADS
+    faulted = guarded(read, arg);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(buf);
+    return faulted;
+}
+
 typedef struct {
     void *to;
     const void *from;
@@ -1032,12 +1042,7 @@ static PyObject *guarded_copy(PyObject *self, PyObject *args) {
         return NULL;
     }
     Copy copy = {PyBytes_AS_STRING(out), buf.buf, (size_t)buf.len};
-    int faulted;
-    Py_BEGIN_ALLOW_THREADS
-    faulted = guarded(run_copy, &copy);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&buf);
-    if (faulted) {
+    if (guarded_unlocked(run_copy, &copy, &buf)) {
         Py_DECREF(out);
         Py_RETURN_NONE;
     }
@@ -1070,12 +1075,7 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *args) {
     }
     Result res;
     ScanCall call = {sc, (const unsigned char *)buf.buf, buf.len, pos, &res};
-    int faulted;
-    Py_BEGIN_ALLOW_THREADS
-    faulted = guarded(run_scan, &call);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&buf);
-    if (faulted) {
+    if (guarded_unlocked(run_scan, &call, &buf)) {
         res.status = ST_FAULT; /* the columns so far are left, unread */
         res.out_of_memory = 0;
         for (int c = 0; c < N_COLUMNS; c++) sc->columns[c].len = 0;
