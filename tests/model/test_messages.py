@@ -9,6 +9,7 @@ import pytest
 
 from tests import tracebuild as tb
 from traceview import analyze_trace
+from traceview.model import messages
 
 US = 1000
 
@@ -191,3 +192,24 @@ def test_calls_alike_and_unlike_each_get_their_own_sizes(tmp_path):
     calls = report.calls.sort("start_ns")
     assert calls["bytes"].to_list() == [1024, 1024, 256, None]
     assert calls["collective"].to_list() == ["all_reduce"] * 4
+
+
+def test_each_side_from_its_count_else_from_the_tensors():
+    # One rule for CPU calls and Gloo spans alike: a side whose count is recorded (with a dtype
+    # of known size) is read from it, the other from the op's tensors. Floats: 4 bytes.
+    gather_shapes = ("[[1024], [128]]", '["float", "float"]')  # output, then input
+    only_in = messages.recorded_sizes("c10d::_allgather_base_", 128, None, "Float", *gather_shapes)
+    assert only_in == ((512, True), (4096, False))
+    # An unknown dtype makes the counts unreadable: both sides from the tensors.
+    unknown = messages.recorded_sizes("c10d::_allgather_base_", 128, 1024, "Float9", *gather_shapes)
+    assert unknown == ((512, False), (4096, False))
+    # A Gloo span's tensors are its input only; its counts give both sides.
+    span_shapes = ("[[256]]", '["float"]')
+    assert messages.recorded_sizes("gloo:all_reduce", None, None, None, *span_shapes) == (
+        (1024, False),
+        (None, False),
+    )
+    assert messages.recorded_sizes("gloo:all_reduce", 256, 256, "Float", *span_shapes) == (
+        (1024, True),
+        (1024, True),
+    )

@@ -77,13 +77,10 @@ def _op_fields(
     """One op's collective, and its input and output bytes each with how well it is known."""
     op = str(name)
     label = collective_name if source == "record_param_comms" else op
-    counts = messages.from_counts(in_nelems, out_nelems, dtype)
-    shapes = messages.from_shapes(op, input_dims, input_type)
     shape_q = _C10D_SHAPES if source == "c10d" else _INPUT_SHAPE
-    sides = [
-        (counts[i], _COUNTS) if counts[i] is not None else (shapes[i], shape_q) for i in (0, 1)
-    ]
-    return (collective_of(label), *sides[0], *sides[1])
+    sides = messages.recorded_sizes(op, in_nelems, out_nelems, dtype, input_dims, input_type)
+    known = [(size, _COUNTS if counted else shape_q) for size, counted in sides]
+    return (collective_of(label), *known[0], *known[1])
 
 
 def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:

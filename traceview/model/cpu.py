@@ -166,7 +166,7 @@ def _comm_rows(comm: pl.DataFrame, trace: Trace) -> pl.DataFrame:
 
 
 # A Gloo span's name and arguments, and what is read from them: its collective, and its
-# input and output bytes from the element counts where they are recorded, else the shapes.
+# input and output bytes (messages.recorded_sizes).
 _SPAN_INPUTS = ("name", *messages.SIZE_ARGS)
 _SPAN_FIELDS: dict[str, pl.DataType] = {
     "collective": pl.String(),
@@ -183,13 +183,8 @@ def _span_fields(
     input_dims: str | None,
     input_type: str | None,
 ) -> tuple[object, ...]:
-    counted = dtype and (in_nelems is not None or out_nelems is not None)
-    sizes = (
-        messages.from_counts(in_nelems, out_nelems, dtype)
-        if counted
-        else messages.from_shapes(str(name), input_dims, input_type)
-    )
-    return (collective_of(name), *sizes)
+    sides = messages.recorded_sizes(str(name), in_nelems, out_nelems, dtype, input_dims, input_type)
+    return (collective_of(name), *(size for size, _counted in sides))
 
 
 def _call_rows(training: pl.DataFrame, trace: Trace) -> pl.DataFrame:

@@ -79,8 +79,8 @@ _GATHERS = ("all_gather",)
 _SCATTERS = ("reduce_scatter",)
 
 
-# The recorded args (parse/args.py columns) a call's sizes are read from: from_counts takes the
-# first three, from_shapes the last two.
+# The recorded args (parse/args.py columns) a call's sizes are read from (recorded_sizes):
+# from_counts takes the first three, from_shapes the last two.
 SIZE_ARGS = ("in_nelems", "out_nelems", "dtype", "input_dims", "input_type")
 
 
@@ -122,6 +122,25 @@ def from_shapes(
     if op in _OUTPUT_ONLY:
         return None, first
     return first, None
+
+
+def recorded_sizes(
+    op: str,
+    in_nelems: int | None,
+    out_nelems: int | None,
+    dtype: str | None,
+    input_dims: str | None,
+    input_type: str | None,
+) -> tuple[tuple[int | None, bool], tuple[int | None, bool]]:
+    """(input, output) bytes of one op, each side from its element count where that and the
+    dtype are recorded, else from the op's tensors; True where the count gave it."""
+    counts = from_counts(in_nelems, out_nelems, dtype)
+    shapes = from_shapes(op, input_dims, input_type)
+
+    def side(i: int) -> tuple[int | None, bool]:
+        return (counts[i], True) if counts[i] is not None else (shapes[i], False)
+
+    return side(0), side(1)
 
 
 def _tensor_bytes(shape: object, dtype: object) -> int | None:
