@@ -3,6 +3,7 @@ trace vintage's way of recording them. Answers computed by hand; floats are 4 by
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -213,3 +214,54 @@ def test_each_side_from_its_count_else_from_the_tensors():
         (1024, True),
         (1024, True),
     )
+
+
+# Every dtype a gradient or a collective's buffer may have: torch's name, and the name
+# record_param_comms writes (c10's ScalarType).
+DTYPES = [
+    ("float32", "Float"),
+    ("float64", "Double"),
+    ("float16", "Half"),
+    ("bfloat16", "BFloat16"),
+    ("int8", "Char"),
+    ("uint8", "Byte"),
+    ("int16", "Short"),
+    ("uint16", "UInt16"),
+    ("int32", "Int"),
+    ("uint32", "UInt32"),
+    ("int64", "Long"),
+    ("uint64", "UInt64"),
+    ("bool", "Bool"),
+    ("complex32", "ComplexHalf"),
+    ("complex64", "ComplexFloat"),
+    ("complex128", "ComplexDouble"),
+    ("float8_e4m3fn", "Float8_e4m3fn"),
+    ("float8_e5m2", "Float8_e5m2"),
+    ("float8_e4m3fnuz", "Float8_e4m3fnuz"),
+    ("float8_e5m2fnuz", "Float8_e5m2fnuz"),
+    ("float8_e8m0fnu", "Float8_e8m0fnu"),
+    ("float4_e2m1fn_x2", "Float4_e2m1fn_x2"),
+]
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+def test_every_dtype_spelling_has_its_size(tmp_path):
+    # The sizes are torch's own; the spellings of "Input type" are those its profiler writes.
+    torch = pytest.importorskip("torch")
+    from torch.profiler import profile
+
+    tensors = [torch.zeros(4, dtype=getattr(torch, name)) for name, _ in DTYPES]
+    with profile(record_shapes=True) as prof:
+        for t in tensors:
+            torch.ops.aten.clone(t)
+    prof.export_chrome_trace(str(tmp_path / "t.json"))
+    written = [
+        e["args"]["Input type"][0]
+        for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+        if e.get("name") == "aten::clone"
+    ]
+    assert len(written) == len(tensors)
+    for (name, scalar_type), t, spelling in zip(DTYPES, tensors, written, strict=True):
+        size = t.element_size()
+        assert messages.dtype_bytes(spelling) == size, (name, spelling)
+        assert messages.dtype_bytes(scalar_type) == size, (name, scalar_type)

@@ -53,6 +53,25 @@ _DTYPE_BYTES = {
     "float8_e5m2": 1,
     "c10::float8_e4m3fn": 1,
     "c10::float8_e5m2": 1,
+    # ROCm's float8 kinds, the scale type, packed 4-bit floats (two to a byte), the unsigned
+    # integers and the complex half, in both spellings.
+    "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1,
+    "float8_e8m0fnu": 1,
+    "float4_e2m1fn_x2": 1,
+    "c10::float8_e4m3fnuz": 1,
+    "c10::float8_e5m2fnuz": 1,
+    "c10::float8_e8m0fnu": 1,
+    "c10::float4_e2m1fn_x2": 1,
+    "short int": 2,
+    "uint16": 2,
+    "short unsigned int": 2,
+    "uint32": 4,
+    "unsigned int": 4,
+    "uint64": 8,
+    "long unsigned int": 8,
+    "complexhalf": 4,
+    "c10::complex<c10::half>": 4,
 }
 
 # c10d ops whose first tensor argument is the output and the second the input (the others take
