@@ -3,6 +3,8 @@ one collective, nested in each other, merged into one row with the best of their
 
 from __future__ import annotations
 
+from typing import Any
+
 import polars as pl
 
 from traceview.model import messages
@@ -65,20 +67,14 @@ _OP_FIELDS: dict[str, pl.DataType] = {
 
 
 def _op_fields(
-    name: str,
-    source: str,
-    collective_name: str | None,
-    in_nelems: int | None,
-    out_nelems: int | None,
-    dtype: str | None,
-    input_dims: str | None,
-    input_type: str | None,
+    name: str, source: str, collective_name: str | None, *size_args: Any
 ) -> tuple[object, ...]:
-    """One op's collective, and its input and output bytes each with how well it is known."""
+    """One op's collective, and its input and output bytes each with how well it is known
+    (`size_args`: messages.SIZE_ARGS)."""
     op = str(name)
     label = collective_name if source == "record_param_comms" else op
     shape_q = _C10D_SHAPES if source == "c10d" else _INPUT_SHAPE
-    sides = messages.recorded_sizes(op, in_nelems, out_nelems, dtype, input_dims, input_type)
+    sides = messages.recorded_sizes(op, *size_args)
     known = [(size, _COUNTS if counted else shape_q) for size, counted in sides]
     return (collective_of(label), *known[0], *known[1])
 

@@ -3,6 +3,8 @@ CPU ops of the training threads as compute, with the time they spend waiting cut
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 
@@ -175,15 +177,8 @@ _SPAN_FIELDS: dict[str, pl.DataType] = {
 }
 
 
-def _span_fields(
-    name: str,
-    in_nelems: int | None,
-    out_nelems: int | None,
-    dtype: str | None,
-    input_dims: str | None,
-    input_type: str | None,
-) -> tuple[object, ...]:
-    sides = messages.recorded_sizes(str(name), in_nelems, out_nelems, dtype, input_dims, input_type)
+def _span_fields(name: str, *size_args: Any) -> tuple[object, ...]:
+    sides = messages.recorded_sizes(str(name), *size_args)
     return (collective_of(name), *(size for size, _counted in sides))
 
 

@@ -152,7 +152,8 @@ def recorded_sizes(
     input_type: str | None,
 ) -> tuple[tuple[int | None, bool], tuple[int | None, bool]]:
     """(input, output) bytes of one op, each side from its element count where that and the
-    dtype are recorded, else from the op's tensors; True where the count gave it."""
+    dtype are recorded, else from the op's tensors; True where the count gave it. The
+    arguments after `op` are SIZE_ARGS, in that order."""
     counts = from_counts(in_nelems, out_nelems, dtype)
     shapes = from_shapes(op, input_dims, input_type)
 
