@@ -6,8 +6,9 @@ this first); a setting of the user's own, in the same variable, is left as it is
   one thread freed is not reused by the next, and a 1 GB trace peaks about 10 % higher
   (benchmarks/bench_analyze.py). polars builds it with a background thread that hands freed
   pages back after 0.5 s (dirty) and 1 s (muzzy); handing them back at once (dirty_decay_ms:0)
-  lowers a 1 GB trace's peak by a fifth (about 480 -> 375 MiB) but costs a third more CPU and
-  wall time, all of it system time in page faults (farm-bench, 8 pairs): not taken.
+  lowers a 1 GB trace's peak by a fifth (0.50-0.53x the file -> 0.39x) but costs about a quarter
+  more CPU and a fifth more wall time, system time in page faults (benchmarks/bench_analyze.py
+  --sizes 1000, run with and without the setting): not taken.
 - polars' thread pool: one thread in each worker process of a many-trace load (one process per
   core already uses every core; a pool per process as wide as the machine only adds threads
   that compete): four 58 MB ranks on 2 cores took 8 % less CPU and 8 % less wall time. A single
