@@ -79,6 +79,31 @@ def kernel(
     }
 
 
+def collective(
+    name: str,
+    ts: float,
+    dur: float,
+    corr: int,
+    collective: str,
+    nelems: tuple[int, int],
+    dtype: str = "Float",
+    group: int | None = 2,
+    stream: int = 20,
+    **args: Any,
+) -> Event:
+    """An NCCL kernel with the args recent PyTorch records on it (In/Out msg nelems, dtype,
+    Group size), on a communication stream."""
+    recorded = {
+        "Collective name": collective,
+        "In msg nelems": nelems[0],
+        "Out msg nelems": nelems[1],
+        "dtype": dtype,
+        **({"Group size": group} if group is not None else {}),
+        **args,
+    }
+    return kernel(name, ts, dur, corr=corr, stream=stream, **recorded)
+
+
 def thread_name(tid: int, name: str) -> Event:
     return {
         "ph": "M",
@@ -116,10 +141,10 @@ def write(path: Path, doc: Any, gz: bool | None = None) -> Path:
 # -- the two worked examples of the README's metric definitions -------------------------------
 
 
-def gpu_example() -> list[Event]:
+def gpu_example(group: int | None = None) -> list[Event]:
     """A kernel with no recorded launch (the previous, unprofiled step's) at [20,55); step 1:
-    compute [50,80)+[80,130), NCCL all-reduce [70,140); step 2: compute [140,170), memcpy
-    [170,175)."""
+    compute [50,80)+[80,130), NCCL all-reduce [70,140) (of `group` ranks, where given); step 2:
+    compute [140,170), memcpy [170,175)."""
     return [
         step(1, 0, 100),
         step(2, 100, 100),
@@ -143,6 +168,7 @@ def gpu_example() -> list[Event]:
                 "dtype": "Float",
                 "Process Group Name": "0",
                 "Seq": 12,
+                **({"Group size": group} if group is not None else {}),
             },
         ),
         kernel("volta_sgemm_64x64_nt", 140, 30, corr=4),
@@ -184,12 +210,14 @@ def run_folder(
     steps: list[float],
     profiled: tuple[int, ...] = (),
     precision: str = "fp32",
+    events: list[Event] | None = None,
 ) -> Path:
-    """A run folder: the gpu_example trace (world size `dp`) and a run record with these step
-    times (seconds, every step of the run; `profiled` the indices that were profiled), Ψ = PSI."""
+    """A run folder: rank 0's trace (`events`, else gpu_example; world size `dp`) and a run
+    record with these step times (seconds, every step of the run; `profiled` the indices that
+    were profiled), Ψ = PSI."""
     folder = root / name
     folder.mkdir()
-    write(folder / "rank0.json", document(gpu_example(), rank=0, world=dp))
+    write(folder / "rank0.json", document(events or gpu_example(group=dp), rank=0, world=dp))
     record: dict[str, Any] = {
         "record_version": 1,
         "strategy": strategy,

@@ -22,7 +22,7 @@ from traceview.analysis import (
 from traceview.analysis.cross_rank import CrossRank, RankAlignment, StepSkew
 from traceview.analysis.fits import AlphaBetaFit
 from traceview.analysis.prediction import Prediction
-from traceview.analysis.scaling import ScalingRow
+from traceview.analysis.scaling import COMM_PER_STEP, ScalingRow
 from traceview.analysis.spans import overlap_spans
 from traceview.analysis.theory import layout_bytes, model_state_bytes, run_precision
 from traceview.errors import Note, TraceviewError
@@ -46,6 +46,7 @@ from traceview.strategies import STATE_CATEGORIES, STRATEGIES, Precision, Strate
 from traceview.version import __version__
 
 __all__ = [
+    "COMM_PER_STEP",
     "INTERVALS_SCHEMA",
     "JOB_CALLS_SCHEMA",
     "STATE_CATEGORIES",

@@ -8,6 +8,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 Precision = Literal["fp32", "mixed"]
+# What a strategy exchanges per step: (collective, message size in Ψ elements) per kind of call
+# (nccl-tests sizes: an all-reduce's buffer, an all-gather's gathered output, a
+# reduce-scatter's full input).
+Exchange = tuple[tuple[str, float], ...]
 STATE_CATEGORIES = ("params", "grads", "optimizer")
 
 # The harness' --precision, as the theory names it: bf16 is mixed precision.
@@ -26,9 +30,11 @@ class Strategy:
     torch_feature: str  # what the harness builds it with
     wrapper: Literal["ddp", "fsdp2"]
     sharded: tuple[bool, bool, bool]  # params, grads, optimizer (STATE_CATEGORIES)
-    # Communication per rank and step, in units of Ψ elements (one rank exchanges nothing).
-    volume_psi: float
+    # Communication per rank and step as the ZeRO paper has it (one rank exchanges nothing).
+    exchanges: Exchange
     min_torch: tuple[int, int]
+    # What the harness's implementation exchanges, where it differs from the paper.
+    exchanges_as_run: Exchange | None = None
     # FSDP2 only: free the full parameters after forward (ZeRO-3) or keep them (ZeRO-2).
     reshard_after_forward: bool = False
 
@@ -48,8 +54,10 @@ class Strategy:
         return self.wrapper == "fsdp2" and not self.reshard_after_forward
 
 
-# Volumes: DDP, one all-reduce of the gradients; ZeRO-1/2, reduce-scatter + all-gather (or
-# broadcast); ZeRO-3, an extra all-gather of the parameters in backward.
+# DDP: one all-reduce of the gradients. ZeRO-1/2: a reduce-scatter of the gradients and an
+# all-gather of the updated parameters. ZeRO-3: an extra all-gather of the parameters in
+# backward. torch's ZeroRedundancyOptimizer (the harness's ZeRO-1) keeps DDP's all-reduce and
+# then broadcasts each parameter from the rank that owns its optimizer state.
 STRATEGIES: dict[str, Strategy] = {
     s.name: s
     for s in (
@@ -59,7 +67,7 @@ STRATEGIES: dict[str, Strategy] = {
             torch_feature="DistributedDataParallel",
             wrapper="ddp",
             sharded=(False, False, False),
-            volume_psi=1.0,
+            exchanges=(("all_reduce", 1.0),),
             min_torch=(1, 11),
         ),
         Strategy(
@@ -68,8 +76,9 @@ STRATEGIES: dict[str, Strategy] = {
             torch_feature="DistributedDataParallel + ZeroRedundancyOptimizer",
             wrapper="ddp",
             sharded=(False, False, True),
-            volume_psi=2.0,
+            exchanges=(("reduce_scatter", 1.0), ("all_gather", 1.0)),
             min_torch=(1, 11),
+            exchanges_as_run=(("all_reduce", 1.0), ("broadcast", 1.0)),
         ),
         Strategy(
             name="zero2",
@@ -77,7 +86,7 @@ STRATEGIES: dict[str, Strategy] = {
             torch_feature="FSDP2 fully_shard per block, reshard_after_forward=False",
             wrapper="fsdp2",
             sharded=(False, True, True),
-            volume_psi=2.0,
+            exchanges=(("reduce_scatter", 1.0), ("all_gather", 1.0)),
             min_torch=(2, 6),
             reshard_after_forward=False,
         ),
@@ -87,7 +96,7 @@ STRATEGIES: dict[str, Strategy] = {
             torch_feature="FSDP2 fully_shard per block, reshard_after_forward=True",
             wrapper="fsdp2",
             sharded=(True, True, True),
-            volume_psi=3.0,
+            exchanges=(("reduce_scatter", 1.0), ("all_gather", 2.0)),
             min_torch=(2, 6),
             reshard_after_forward=True,
         ),

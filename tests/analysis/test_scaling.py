@@ -83,6 +83,58 @@ def test_memory_theory_follows_the_runs_precision(tmp_path, strategy, precision,
 def test_no_communication_is_needed_at_dp_1(tmp_path):
     folder = run_folder(tmp_path, "dp1", strategy="zero3", steps=[1, 1, 1])
     row = rows(folder)[("zero3", 1)]
-    assert row.comm_volume_theory_psi == 0.0
-    # What the run did is shown beside it: the trace's one all-reduce of 1000 floats = 4000 B.
-    assert row.comm_volume_psi == pytest.approx(4000 / (PSI * 4))
+    assert (row.comm_volume_theory_psi, row.traffic_theory_psi) == (0.0, 0.0)
+    # What the run did is shown beside it: one all-reduce of 1000 floats in two steps is
+    # 1000 / 2 = 500 elements = 0.5 Ψ per step of buffers; on one rank nothing goes on the wire.
+    assert row.comm_volume_psi == pytest.approx(0.5)
+    assert row.traffic_psi == 0.0
+
+
+def zero3_step(dtype: str = "BFloat16") -> list[tb.Event]:
+    """One ZeRO-3 step on N = 4 ranks, Ψ = 1000: a forward and a backward all-gather of the
+    parameters in bf16 (each 250 elements in, 1000 out) and a reduce-scatter of the fp32
+    gradients (1000 in, 250 out)."""
+    gather = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    scatter = "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    return [
+        tb.step(1, 0, 100),
+        tb.launch(1, 10),
+        tb.launch(2, 20),
+        tb.launch(3, 30),
+        tb.launch(4, 40),
+        tb.kernel("volta_sgemm_128x64_nn", 20, 60, corr=4),
+        tb.collective(gather, 12, 5, 1, "allgather", (250, 1000), dtype, group=4),
+        tb.collective(gather, 30, 5, 2, "allgather", (250, 1000), dtype, group=4),
+        tb.collective(scatter, 60, 30, 3, "reduce_scatter", (1000, 250), "Float", group=4),
+    ]
+
+
+def test_traffic_counts_elements_times_the_bus_factor(tmp_path):
+    folder = run_folder(tmp_path, "z3", strategy="zero3", dp=4, steps=[1, 1], events=zero3_step())
+    row = rows(folder)[("zero3", 4)]
+    # Buffers: 1000 + 1000 + 1000 elements = 3Ψ (bytes ÷ 4 would say 2000 + 2000 + 4000 = 2Ψ).
+    assert row.comm_volume_psi == pytest.approx(3.0)
+    # Traffic: each call × (N−1)/N = 3/4: 3000 × 0.75 / 1000 = 2.25Ψ, the theory's 3Ψ(N−1)/N.
+    assert row.traffic_psi == pytest.approx(2.25)
+    assert (row.traffic_theory_psi, row.comm_volume_theory_psi) == pytest.approx((2.25, 3.0))
+    assert row.traffic_theory_as_run_psi is None and row.caveats == ()
+    assert row.traffic_text == "2.25 (2.25)"
+
+
+def test_a_call_without_its_element_count_leaves_traffic_unknown_and_says_so(tmp_path):
+    events = zero3_step(dtype="SomeNewType")  # the gathers' element size cannot be told
+    folder = run_folder(tmp_path, "z3", strategy="zero3", dp=4, steps=[1, 1], events=events)
+    row = rows(folder)[("zero3", 4)]
+    assert (row.traffic_psi, row.comm_volume_psi) == (None, None)
+    assert row.caveats == (
+        "communication per step unknown: 2 of 3 calls have no recorded element count",
+    )
+
+
+def test_zero1_has_its_own_line_as_run(tmp_path):
+    folder = run_folder(tmp_path, "z1", strategy="zero1", dp=4, steps=[1, 1])
+    row = rows(folder)[("zero1", 4)]
+    # Textbook (reduce-scatter + all-gather): 2 × 3/4 = 1.5Ψ; torch's ZeroRedundancyOptimizer:
+    # all-reduce 2 × 3/4 = 1.5Ψ plus a broadcast of Ψ (bus factor 1) = 2.5Ψ.
+    assert (row.traffic_theory_psi, row.traffic_theory_as_run_psi) == pytest.approx((1.5, 2.5))
+    assert (row.comm_volume_theory_psi, row.comm_volume_theory_as_run_psi) == (2.0, 2.0)

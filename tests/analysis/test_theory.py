@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import traceview
-from traceview.analysis.theory import volume_psi
+from traceview.analysis.theory import comm_theory
 
 PSI = 1000
 
@@ -49,10 +49,27 @@ def test_layout_as_run_where_it_differs_from_the_textbook():
     assert traceview.layout_bytes("zero3", PSI, 4) is None
 
 
-def test_volume_in_psi_and_none_for_what_is_not_known():
-    assert [volume_psi(s, 8) for s in ("ddp", "zero1", "zero2", "zero3")] == [1, 2, 2, 3]
-    assert volume_psi("zero3", 1) == 0  # one rank exchanges nothing
-    assert volume_psi("unknown", 8) is None and volume_psi("ddp", None) is None
+def test_communication_in_psi_elements_as_the_zero_paper_has_it():
+    # N = 8. Buffers: DDP Ψ (one all-reduce), ZeRO-1/2 Ψ + Ψ (reduce-scatter, all-gather),
+    # ZeRO-3 Ψ + 2Ψ (a second all-gather in backward).
+    n = 8
+    volumes = [comm_theory(s, n).volume_psi for s in ("ddp", "zero1", "zero2", "zero3")]
+    assert volumes == [1, 2, 2, 3]
+    # Traffic: all-reduce 2(N−1)/N = 1.75; reduce-scatter and all-gather (N−1)/N = 0.875 each.
+    traffic = [comm_theory(s, n).traffic_psi for s in ("ddp", "zero1", "zero2", "zero3")]
+    assert traffic == pytest.approx([1.75, 1.75, 1.75, 2.625])
+    # The harness's ZeRO-1 is torch's ZeroRedundancyOptimizer: DDP's all-reduce (1.75) and a
+    # broadcast of every parameter from its owner (bus factor 1: 1.0).
+    as_run = comm_theory("zero1", n, as_run=True)
+    assert (as_run.volume_psi, as_run.traffic_psi) == pytest.approx((2.0, 2.75))
+    assert comm_theory("ddp", n, as_run=True) is None  # the implementation is the textbook's
+
+
+def test_one_rank_exchanges_nothing_and_unknowns_stay_unknown():
+    for s in ("ddp", "zero1", "zero2", "zero3"):
+        assert (comm_theory(s, 1).volume_psi, comm_theory(s, 1).traffic_psi) == (0, 0)
+        assert comm_theory(s, 1, as_run=True) is None
+    assert comm_theory("unknown", 8) is None and comm_theory("ddp", None) is None
     assert traceview.model_state_bytes("pipeline", PSI, 8) is None
 
 

@@ -57,12 +57,20 @@ def test_compare_a_sweep_against_the_theory():
         }[strategy]
         assert row["model_state_theory_bytes"] == pytest.approx(theory)
         if n > 1:  # one rank has nothing to exchange under FSDP
-            # Message sizes per step: exactly Ψ, 2Ψ, 2Ψ, 3Ψ fp32 elements.
+            # Message sizes per step: exactly Ψ, 2Ψ, 2Ψ, 3Ψ elements.
             assert row["comm_volume_psi"] == pytest.approx(
                 {"ddp": 1, "zero1": 2, "zero2": 2, "zero3": 3}[strategy]
             )
+            # On the wire: 2Ψ(N−1)/N for DDP and ZeRO-2, 3Ψ(N−1)/N for ZeRO-3; the harness's
+            # ZeRO-1 (ZeroRedundancyOptimizer) adds a broadcast of Ψ to DDP's all-reduce.
+            wire = {"ddp": 2, "zero1": 2, "zero2": 2, "zero3": 3}[strategy] * (n - 1) / n
+            as_run = wire + 1 if strategy == "zero1" else None
+            assert row["traffic_psi"] == pytest.approx(as_run or wire)
+            assert row["traffic_theory_psi"] == pytest.approx(wire)
+            assert row["traffic_theory_as_run_psi"] == (as_run and pytest.approx(as_run))
         else:  # nothing needs exchanging; DDP and ZeroRedundancyOptimizer still call Gloo
             assert row["comm_volume_theory_psi"] == 0
+            assert row["traffic_psi"] == row["traffic_theory_psi"] == 0
         # FSDP2's ZeRO-2 keeps its parameter shards beside the full parameters: 4Ψ + 16Ψ/N.
         layout = 4 * psi + 16 * psi / n if strategy == "zero2" else None
         assert row["model_state_layout_bytes"] == (layout and pytest.approx(layout))

@@ -200,20 +200,34 @@ def test_each_side_from_its_count_else_from_the_tensors():
     # of known size) is read from it, the other from the op's tensors. Floats: 4 bytes.
     gather_shapes = ("[[1024], [128]]", '["float", "float"]')  # output, then input
     only_in = messages.recorded_sizes("c10d::_allgather_base_", 128, None, "Float", *gather_shapes)
-    assert only_in == ((512, True), (4096, False))
-    # An unknown dtype makes the counts unreadable: both sides from the tensors.
+    assert only_in == ((512, True), (4096, False), 4)
+    # An unknown dtype makes the counts unreadable: both sides (and the element) from the tensors.
     unknown = messages.recorded_sizes("c10d::_allgather_base_", 128, 1024, "Float9", *gather_shapes)
-    assert unknown == ((512, False), (4096, False))
+    assert unknown == ((512, False), (4096, False), 4)
     # A Gloo span's tensors are its input only; its counts give both sides.
     span_shapes = ("[[256]]", '["float"]')
     assert messages.recorded_sizes("gloo:all_reduce", None, None, None, *span_shapes) == (
         (1024, False),
         (None, False),
+        4,
     )
     assert messages.recorded_sizes("gloo:all_reduce", 256, 256, "Float", *span_shapes) == (
         (1024, True),
         (1024, True),
+        4,
     )
+
+
+def test_the_element_size_from_the_dtype_else_the_one_size_the_tensors_share():
+    assert messages.element_bytes("BFloat16", '["float"]') == 2  # the recorded dtype first
+    assert messages.element_bytes(None, '["TensorList", "", "Scalar"]') is None  # nothing says
+    assert messages.element_bytes(None, '["c10::BFloat16", "c10::BFloat16", ""]') == 2
+    assert messages.element_bytes(None, '["float", "c10::Half"]') is None  # they disagree
+    assert messages.element_bytes(None, "not json") is None
+    # Elements: the nccl-tests size over the element size, only where it divides.
+    assert messages.message_elements(2000, 2) == 1000
+    assert messages.message_elements(2001, 2) is None
+    assert messages.message_elements(None, 2) is None and messages.message_elements(8, None) is None
 
 
 # Every dtype a gradient or a collective's buffer may have: torch's name, and the name

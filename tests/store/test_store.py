@@ -131,7 +131,7 @@ def test_the_layout_is_hive_partitioned_parquet(store):
     got = {(r, s): e for r, s, e in table.select("rank", "step", "exposed_comm_ns").rows()}
     assert got == expected
     marker = json.loads((store / "store.json").read_text())
-    assert marker == {"store_version": 1}
+    assert marker == {"store_version": 2}
     assert (store / "job=ddp-dp4" / "run.json").read_bytes() == (
         SWEEP / "ddp-dp4" / "run.json"
     ).read_bytes()
@@ -198,6 +198,22 @@ def test_a_newer_store_is_refused(tmp_path):
     (store / "store.json").write_text('{"store_version": 99}')
     done = traceview("analyze", store)
     assert done.code == 2 and "store_version 99 is newer" in done.err
+
+
+def test_a_partition_an_older_traceview_wrote_is_made_again(tmp_path):
+    store = tmp_path / "S"
+    assert traceview("ingest", SWEEP / "ddp-dp1", "--store", store).code == 0
+    summary = store / "job=ddp-dp1" / "rank=0" / "summary.json"
+    older = json.loads(summary.read_text()) | {"store_version": 1}
+    summary.write_text(json.dumps(older))
+    (store / "store.json").write_text('{"store_version": 1}')
+    done = traceview("analyze", store)
+    assert done.code == 2 and "written by an older traceview (store_version 1" in done.err
+    assert "ingest again" in done.err and done.err.count("\n") == 1
+    again = traceview("ingest", SWEEP / "ddp-dp1", "--store", store)
+    assert "1 rank partition(s) written, 0 unchanged" in again.out, again.out
+    assert json.loads((store / "store.json").read_text()) == {"store_version": 2}
+    assert _paths_out(_json("analyze", store)) == _paths_out(_json("analyze", SWEEP / "ddp-dp1"))
 
 
 @pytest.mark.slow

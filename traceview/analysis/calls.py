@@ -38,6 +38,7 @@ CALLS_SCHEMA = {
     "queue_ns": pl.Int64,
     "dur_ns": pl.Int64,
     "bytes": pl.Int64,
+    "elements": pl.Int64,
     "algbw_gbps": pl.Float64,
     "busbw_gbps": pl.Float64,
     "exposed_ns": pl.Int64,
@@ -49,6 +50,14 @@ def bus_factor(collective: str | None, n: int | None) -> float | None:
     if factor is None or n is None or n < 1:
         return None
     return factor(n)
+
+
+def traffic_factor(collective: str | None, n: int | None) -> float | None:
+    """What a call puts on the wire per element of its message: the nccl-tests bus factor
+    (what its busiest link carries), and nothing on a group of one rank."""
+    if n == 1:
+        return 0.0
+    return bus_factor(collective, n)
 
 
 def collective_calls(timeline: Timeline) -> pl.DataFrame:
@@ -88,6 +97,7 @@ def collective_calls(timeline: Timeline) -> pl.DataFrame:
             queue_ns=pl.col("ts_ns") - pl.col("launch_ns"),
             dur_ns=dur,
             bytes="bytes",
+            elements="elements",
             algbw_gbps=algbw,
             busbw_gbps=algbw * pl.col("_factor"),
             exposed_ns="exposed_ns",

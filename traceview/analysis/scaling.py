@@ -10,13 +10,21 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from traceview.analysis import theory
+from traceview.analysis.calls import traffic_factor
 from traceview.analysis.job import JobReport
 from traceview.parse.run_record import RunRecord
 
-FP32_BYTES = 4
 # A run whose step times spread wider than this (max / min) is noise, not a measurement; an
 # efficiency above the second cannot be scaling.
 NOISY_SPREAD = 1.5
+# How every output explains the communication columns (README "Communication per step").
+COMM_PER_STEP = (
+    "traffic and buffers per rank and step in Ψ parameter elements: traffic = Σ elements × "
+    "the call's nccl-tests bus factor (what goes on the wire; theory 2Ψ(N−1)/N for DDP and "
+    "ZeRO-1/2, 3Ψ(N−1)/N for ZeRO-3, 0 at DP 1), buffers = Σ elements (DDP Ψ, ZeRO-1/2 2Ψ, "
+    "ZeRO-3 3Ψ); 'as run': torch's ZeroRedundancyOptimizer, the harness's ZeRO-1, keeps DDP's "
+    "all-reduce and then broadcasts each parameter from its owner (2Ψ(N−1)/N + Ψ)"
+)
 MAX_PLAUSIBLE_EFFICIENCY = 1.05
 
 
@@ -51,13 +59,42 @@ class ScalingRow:
     tokens_per_s: float | None
     efficiency: float | None  # E(N) = throughput(N) / (N × throughput(1)); T(1)/T(N) without
     exposed_comm_fraction: float | None  # exposed communication ÷ step window, over ranks and steps
-    comm_volume_psi: float | None  # bytes sent per step per rank ÷ (Ψ × 4 bytes)
-    comm_volume_theory_psi: float | None  # 0 at DP 1: nothing needs exchanging
+    # Per rank and step, in Ψ parameter elements (README "Communication per step"): what goes
+    # on the wire (Σ elements × the call's bus factor) and the buffers' sizes (Σ elements),
+    # each beside the ZeRO paper's figure and, where the harness's implementation differs
+    # (ZeRO-1 as torch's ZeroRedundancyOptimizer), that implementation's.
+    traffic_psi: float | None
+    traffic_theory_psi: float | None  # 0 at DP 1: nothing needs exchanging
+    traffic_theory_as_run_psi: float | None
+    comm_volume_psi: float | None
+    comm_volume_theory_psi: float | None
+    comm_volume_theory_as_run_psi: float | None
     precision: str | None  # the theory's name for the run's precision: "fp32" or "mixed"
     model_state_bytes: int | None  # the largest rank's params + grads + optimizer
     model_state_theory_bytes: float | None  # the textbook ZeRO formula, the run's precision
     model_state_layout_bytes: float | None  # what the harness holds, where it differs
     caveats: tuple[str, ...] = ()
+
+    @property
+    def traffic_text(self) -> str:
+        """The traffic beside its theory, as every output says it: "2.00 (1.00; as run 2.00)"."""
+        return beside_theory(
+            self.traffic_psi, self.traffic_theory_psi, self.traffic_theory_as_run_psi
+        )
+
+    @property
+    def comm_volume_text(self) -> str:
+        return beside_theory(
+            self.comm_volume_psi, self.comm_volume_theory_psi, self.comm_volume_theory_as_run_psi
+        )
+
+
+def beside_theory(measured: float | None, theory: float | None, as_run: float | None) -> str:
+    def f(v: float | None) -> str:
+        return "–" if v is None else f"{v:.2f}"
+
+    said = f(theory) if as_run is None else f"{f(theory)}; as run {f(as_run)}"
+    return f"{f(measured)} ({said})"
 
 
 def step_times(job: JobReport) -> StepTimes | None:
@@ -101,22 +138,50 @@ def _exposed_fraction(job: JobReport) -> float | None:
     return sum(e for e in exposed if e is not None) / window
 
 
-def _volume_psi(job: JobReport, psi: int | None) -> float | None:
-    calls = job.calls
-    if not psi:
-        return None
-    if calls.height == 0:
-        return 0.0 if any(r.steps for r in job.ranks) else None  # e.g. FSDP at DP 1
-    if calls["bytes"].null_count() == calls.height:
-        return None
-    per_rank_step = (
-        calls.filter(pl.col("step").is_not_null())
-        .group_by("rank", "step")
-        .agg(pl.col("bytes").sum())
+@dataclass(frozen=True, kw_only=True)
+class Exchanged:
+    """Measured communication per rank and step, in Ψ elements; None where unknown."""
+
+    volume_psi: float | None
+    traffic_psi: float | None
+    caveat: str | None = None
+
+
+def exchanged(job: JobReport, psi: int | None, dp: int | None) -> Exchanged:
+    """Σ elements (the buffer volume) and Σ elements × traffic factor (the traffic) of every
+    rank's calls in profiler steps, divided by the ranks' steps and by Ψ. At DP 1 no call puts
+    anything on the wire. A call whose element count or group size is not recorded makes the
+    figure it would enter unknown, and says so."""
+    steps = sum(len(r.steps) for r in job.ranks if r.rank is not None)
+    if not psi or not steps:
+        return Exchanged(volume_psi=None, traffic_psi=None)
+    calls = job.calls.filter(pl.col("step").is_not_null())
+    factors = pl.Series(
+        [
+            0.0 if dp == 1 else traffic_factor(c, n)
+            for c, n in zip(calls["collective"], calls["group_size"], strict=True)
+        ],
+        dtype=pl.Float64,
     )
-    if per_rank_step.height == 0:
-        return None
-    return float(per_rank_step["bytes"].mean()) / (psi * FP32_BYTES)  # type: ignore[arg-type]
+    unsized = calls["elements"].null_count()
+    volume = None if unsized else float(calls["elements"].sum()) / (steps * psi)
+    traffic = (
+        None
+        if unsized or factors.null_count()
+        else float((calls["elements"] * factors).sum()) / (steps * psi)
+    )
+    if dp == 1:
+        traffic = 0.0
+    caveat = None
+    if unsized or (traffic is None and calls.height):
+        caveat = (
+            f"communication per step unknown: {unsized:,} of {calls.height:,} calls have no "
+            "recorded element count"
+            if unsized
+            else f"traffic unknown: {factors.null_count():,} of {calls.height:,} calls have no "
+            "known group size or bus factor"
+        )
+    return Exchanged(volume_psi=volume, traffic_psi=traffic, caveat=caveat)
 
 
 def _memory(run: RunRecord | None, dp: int | None) -> tuple[str | None, float | None, float | None]:
@@ -148,7 +213,10 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
         median = times.median_s if times and times.median_s > 0 else None
         states = [sum(r.model_state_bytes.values()) for r in run.ranks] if run else []
         precision, textbook, layout = _memory(run, dp)
-        caveats = []
+        measured = exchanged(job, run.num_params if run else None, dp)
+        paper = theory.comm_theory(strategy, dp)
+        as_run = theory.comm_theory(strategy, dp, as_run=True)
+        caveats = [measured.caveat] if measured.caveat else []
         if times is not None and times.noisy:
             caveats.append(
                 f"noisy: step times vary {times.spread:.{2 if times.spread < 2 else 1}f}× "
@@ -169,8 +237,12 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
                 tokens_per_s=batch.tokens / median if batch and median else None,
                 efficiency=None,
                 exposed_comm_fraction=_exposed_fraction(job),
-                comm_volume_psi=_volume_psi(job, run.num_params if run else None),
-                comm_volume_theory_psi=theory.volume_psi(strategy, dp),
+                traffic_psi=measured.traffic_psi,
+                traffic_theory_psi=paper.traffic_psi if paper else None,
+                traffic_theory_as_run_psi=as_run.traffic_psi if as_run else None,
+                comm_volume_psi=measured.volume_psi,
+                comm_volume_theory_psi=paper.volume_psi if paper else None,
+                comm_volume_theory_as_run_psi=as_run.volume_psi if as_run else None,
                 precision=precision,
                 model_state_bytes=max(states) if states else None,
                 model_state_theory_bytes=textbook,

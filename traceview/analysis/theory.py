@@ -4,6 +4,9 @@ strategy shards and exchanges is declared in traceview/strategies.py."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from traceview.analysis.calls import traffic_factor
 from traceview.strategies import (
     PRECISION_OF_RUN,
     STATE_BYTES,
@@ -18,11 +21,30 @@ def run_precision(config: dict[str, object]) -> Precision | None:
     return PRECISION_OF_RUN.get(str(config.get("precision", "fp32")))
 
 
-def volume_psi(name: str, n: int | None) -> float | None:
+@dataclass(frozen=True, kw_only=True)
+class CommTheory:
+    """What a strategy exchanges per rank and step, in Ψ parameter elements."""
+
+    volume_psi: float  # Σ message sizes (nccl-tests sizes): DDP Ψ, ZeRO-1/2 2Ψ, ZeRO-3 3Ψ
+    traffic_psi: float  # Σ size × bus factor: 2Ψ(N−1)/N for DDP and ZeRO-1/2, 3Ψ(N−1)/N ZeRO-3
+
+
+def comm_theory(name: str, n: int | None, *, as_run: bool = False) -> CommTheory | None:
+    """The ZeRO paper's communication for `name` on N ranks, or (`as_run`) what the harness's
+    implementation exchanges where it differs (None where it does not). One rank exchanges
+    nothing."""
     spec = strategy(name)
-    if spec is None or n is None:
+    if spec is None or n is None or n < 1:
         return None
-    return 0.0 if n == 1 else spec.volume_psi
+    exchanges = spec.exchanges_as_run if as_run else spec.exchanges
+    if exchanges is None:
+        return None
+    if n == 1:  # the same for every implementation: said once, not "as run" again
+        return None if as_run else CommTheory(volume_psi=0.0, traffic_psi=0.0)
+    return CommTheory(
+        volume_psi=sum(size for _, size in exchanges),
+        traffic_psi=sum(size * (traffic_factor(c, n) or 0.0) for c, size in exchanges),
+    )
 
 
 def model_state_bytes(

@@ -16,7 +16,7 @@ import altair as alt
 import polars as pl
 from altair.utils._importers import vl_version_for_vl_convert
 
-from traceview import Job, Runs, ScalingRow, __version__
+from traceview import COMM_PER_STEP, Job, Runs, ScalingRow, __version__
 from traceview.dashboard import charts
 from traceview.dashboard.frames import (
     calls_frame,
@@ -123,7 +123,8 @@ def _summary_rows(rows: list[ScalingRow], names: dict[str, str], anchors: dict[s
                 _num(r.samples_per_s, ",.1f"),
                 _num(r.efficiency, ".2f"),
                 _num(_scaled(r.exposed_comm_fraction, 100), ".1f"),
-                f"{_num(r.comm_volume_psi, '.2f')} ({_num(r.comm_volume_theory_psi, '.0f')})",
+                _e(r.traffic_text),
+                _e(r.comm_volume_text),
                 f"{_num(_scaled(r.model_state_bytes, 1e-6), ',.1f')} "
                 f"({_num(_scaled(r.model_state_theory_bytes, 1e-6), ',.1f')})",
                 f'<span class="flag">{_e(flags)}</span>' if flags else "",
@@ -134,7 +135,7 @@ def _summary_rows(rows: list[ScalingRow], names: dict[str, str], anchors: dict[s
 
 _SUMMARY_HEAD = [
     "run", "strategy", "DP", "step s (min–max)", "samples/s", "E(N)", "exposed comm %",
-    "volume Ψ (theory)", "model states MB (theory)", "noise and caveats",
+    "traffic Ψ (theory)", "buffers Ψ (theory)", "model states MB (theory)", "noise and caveats",
 ]  # fmt: skip
 
 
@@ -253,7 +254,7 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
     doc.add(
         "<p class=meta>step s: the median measured step (min–max); E(N) against the same "
         "strategy's DP-1 run; exposed comm: exposed communication ÷ step window over ranks and "
-        "steps; volume in Ψ fp32 elements per rank and step; model states: the largest rank, "
+        "steps; " + COMM_PER_STEP + "; model states: the largest rank, "
         "the ZeRO formula in brackets (README “Metric definitions”).</p>"
     )
     doc.add('<h2 id="findings">Findings</h2>')

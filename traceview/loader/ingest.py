@@ -21,7 +21,13 @@ from traceview.parse.run_record import RUN_RECORD, incomplete_run
 from traceview.parse.source import is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
 from traceview.store import layout
-from traceview.store.partition import Source, read_stored, source_of, write_partition
+from traceview.store.partition import (
+    Source,
+    check_current,
+    read_stored,
+    source_of,
+    write_partition,
+)
 
 
 @dataclass(frozen=True)
@@ -173,8 +179,9 @@ def _stored_sources(root: Path, job: str) -> list[tuple[Source, str | None]]:
     for folder in layout.partitions(root, job):
         try:
             stored = read_stored(folder)
+            check_current(stored, folder)
         except TraceviewError:
-            continue  # an unreadable partition is made again
+            continue  # an unreadable or outdated partition is made again
         out.append((stored.source, stored.comm_pattern))
     return out
 

@@ -19,6 +19,7 @@ CPU_CALLS_SCHEMA = {
     "call_collective": pl.String,
     "call_in_bytes": pl.Int64,
     "call_out_bytes": pl.Int64,
+    "call_elem_bytes": pl.Int64,
     "call_group_size": pl.Int64,
     "call_pg": pl.String,
     "call_pg_desc": pl.String,
@@ -63,20 +64,21 @@ _OP_FIELDS: dict[str, pl.DataType] = {
     "op_in_q": pl.Int8(),
     "op_out": pl.Int64(),
     "op_out_q": pl.Int8(),
+    "op_elem": pl.Int64(),
 }
 
 
 def _op_fields(
     name: str, source: str, collective_name: str | None, *size_args: Any
 ) -> tuple[object, ...]:
-    """One op's collective, and its input and output bytes each with how well it is known
-    (`size_args`: messages.SIZE_ARGS)."""
+    """One op's collective, its input and output bytes each with how well it is known, and
+    its element size (`size_args`: messages.SIZE_ARGS)."""
     op = str(name)
     label = collective_name if source == "record_param_comms" else op
     shape_q = _C10D_SHAPES if source == "c10d" else _INPUT_SHAPE
-    sides = messages.recorded_sizes(op, *size_args)
+    *sides, elem = messages.recorded_sizes(op, *size_args)
     known = [(size, _COUNTS if counted else shape_q) for size, counted in sides]
-    return (collective_of(label), *known[0], *known[1])
+    return (collective_of(label), *known[0], *known[1], elem)
 
 
 def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
@@ -102,6 +104,7 @@ def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
             call_collective=best("op_collective", name_rank),
             call_in_bytes=best("op_in", pl.col("op_in_q")),
             call_out_bytes=best("op_out", pl.col("op_out_q")),
+            call_elem_bytes=best("op_elem", args_rank),
             call_group_size=best("group_size", args_rank),
             call_pg=best("pg_name", args_rank),
             call_pg_desc=best("pg_desc", args_rank),

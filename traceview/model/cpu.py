@@ -28,6 +28,7 @@ from traceview.parse.names import (
 _NO_COLLECTIVE = {
     "collective": pl.lit(None, pl.String),
     "bytes": pl.lit(None, pl.Int64),
+    "elements": pl.lit(None, pl.Int64),
     "group_size": pl.lit(None, pl.Int64),
     "pg": pl.lit(None, pl.String),
     "seq": pl.lit(None, pl.Int64),
@@ -89,6 +90,7 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         "launch_ns",
         "collective",
         "bytes",
+        "elements",
         "group_size",
         "pg",
         "seq",
@@ -174,12 +176,13 @@ _SPAN_FIELDS: dict[str, pl.DataType] = {
     "collective": pl.String(),
     "in_bytes": pl.Int64(),
     "out_bytes": pl.Int64(),
+    "elem_bytes": pl.Int64(),
 }
 
 
 def _span_fields(name: str, *size_args: Any) -> tuple[object, ...]:
-    sides = messages.recorded_sizes(str(name), *size_args)
-    return (collective_of(name), *(size for size, _counted in sides))
+    *sides, elem = messages.recorded_sizes(str(name), *size_args)
+    return (collective_of(name), *(size for size, _counted in sides), elem)
 
 
 def _call_rows(training: pl.DataFrame, trace: Trace) -> pl.DataFrame:
@@ -195,6 +198,7 @@ def _call_rows(training: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         collective=pl.col("call_collective"),
         in_bytes=pl.col("call_in_bytes"),
         out_bytes=pl.col("call_out_bytes"),
+        elem_bytes=pl.col("call_elem_bytes"),
         arg_group_size=pl.col("call_group_size"),
         pg=pl.col("call_pg"),
         pg_desc=pl.col("call_pg_desc"),

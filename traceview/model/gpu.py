@@ -97,6 +97,7 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         collective=pl.coalesce("call_collective", "_folded", "_by_kernel"),
         in_bytes=pl.coalesce("_in_bytes", "call_in_bytes"),
         out_bytes=pl.coalesce("_out_bytes", "call_out_bytes"),
+        elem_bytes=pl.coalesce("_elem_bytes", "call_elem_bytes"),
         arg_group_size=pl.coalesce("group_size", "call_group_size"),
         pg=pl.coalesce("pg_name", "call_pg"),
         pg_desc=pl.coalesce("pg_desc", "call_pg_desc"),
@@ -108,6 +109,7 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     rest = device.filter(pl.col("kind") != "comm").with_columns(
         collective=pl.lit(None, pl.String),
         bytes=pl.lit(None, pl.Int64),
+        elements=pl.lit(None, pl.Int64),
         group_size=pl.lit(None, pl.Int64),
         pg=pl.lit(None, pl.String),
         seq=pl.lit(None, pl.Int64),
@@ -125,6 +127,7 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         "step",
         "collective",
         "bytes",
+        "elements",
         "group_size",
         "pg",
         "seq",
@@ -147,6 +150,7 @@ _KERNEL_FIELDS: dict[str, pl.DataType] = {
     "_by_kernel": pl.String(),
     "_in_bytes": pl.Int64(),
     "_out_bytes": pl.Int64(),
+    "_elem_bytes": pl.Int64(),
 }
 
 
@@ -161,4 +165,5 @@ def _kernel_fields(
         collective_of(collective_name),
         collective_of(name),
         *messages.from_counts(in_nelems, out_nelems, dtype),
+        messages.dtype_bytes(dtype),
     )

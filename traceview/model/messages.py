@@ -150,17 +150,35 @@ def recorded_sizes(
     dtype: str | None,
     input_dims: str | None,
     input_type: str | None,
-) -> tuple[tuple[int | None, bool], tuple[int | None, bool]]:
-    """(input, output) bytes of one op, each side from its element count where that and the
-    dtype are recorded, else from the op's tensors; True where the count gave it. The
-    arguments after `op` are SIZE_ARGS, in that order."""
+) -> tuple[tuple[int | None, bool], tuple[int | None, bool], int | None]:
+    """(input, output, element) bytes of one op: each side from its element count where that
+    and the dtype are recorded, else from the op's tensors, with True where the count gave it;
+    and the size of one element of the message (element_bytes). The arguments after `op` are
+    SIZE_ARGS, in that order."""
     counts = from_counts(in_nelems, out_nelems, dtype)
     shapes = from_shapes(op, input_dims, input_type)
 
     def side(i: int) -> tuple[int | None, bool]:
         return (counts[i], True) if counts[i] is not None else (shapes[i], False)
 
-    return side(0), side(1)
+    return side(0), side(1), element_bytes(dtype, input_type)
+
+
+def element_bytes(dtype: str | None, input_type: str | None) -> int | None:
+    """The size of one element of a call's message: its recorded `dtype`, else the one size
+    its tensors' types share (`Input type`); None when neither says or they disagree."""
+    if (size := dtype_bytes(dtype)) is not None:
+        return size
+    if not input_type:
+        return None
+    try:
+        types = json.loads(input_type)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(types, list):
+        return None
+    sizes = {dtype_bytes(t) for t in types if isinstance(t, str)} - {None}
+    return sizes.pop() if len(sizes) == 1 else None
 
 
 def _tensor_bytes(shape: object, dtype: object) -> int | None:
@@ -276,6 +294,7 @@ MESSAGE_COLUMNS: dict[str, pl.DataType] = {
     "collective": pl.String(),
     "in_bytes": pl.Int64(),
     "out_bytes": pl.Int64(),
+    "elem_bytes": pl.Int64(),  # the size of one element of the message, where recorded
     "arg_group_size": pl.Int64(),  # as recorded with the call, if it was
     "pg": pl.String(),
     "pg_desc": pl.String(),
@@ -283,18 +302,26 @@ MESSAGE_COLUMNS: dict[str, pl.DataType] = {
 }
 
 
+def message_elements(size: int | None, elem_bytes: int | None) -> int | None:
+    """The message in elements (Ψ counts elements: a bf16 gather of Ψ elements is Ψ)."""
+    if size is None or not elem_bytes or size % elem_bytes:
+        return None
+    return size // elem_bytes
+
+
 def with_sizes(frame: pl.DataFrame, groups: GroupSizes, world_size: int | None) -> pl.DataFrame:
-    """Add `group_size` and `bytes` (the nccl-tests size) to rows with MESSAGE_COLUMNS, and
-    drop the raw ones."""
+    """Add `group_size`, `bytes` (the nccl-tests size) and `elements` (the same in elements)
+    to rows with MESSAGE_COLUMNS, and drop the raw ones."""
 
     def sizes(
         collective: str | None,
         in_bytes: int | None,
         out_bytes: int | None,
+        elem_bytes: int | None,
         recorded: int | None,
         pg: str | None,
         pg_desc: str | None,
-    ) -> tuple[int | None, int | None]:
+    ) -> tuple[int | None, int | None, int | None]:
         n = group_size(
             recorded=recorded,
             pg=pg,
@@ -305,12 +332,13 @@ def with_sizes(frame: pl.DataFrame, groups: GroupSizes, world_size: int | None) 
             groups=groups,
             world_size=world_size,
         )
-        return n, message_bytes(collective, in_bytes, out_bytes, n)
+        size = message_bytes(collective, in_bytes, out_bytes, n)
+        return n, size, message_elements(size, elem_bytes)
 
     inputs = [c for c in MESSAGE_COLUMNS if c != "seq"]  # each call its own: not an input
     return per_distinct(
-        frame.drop("group_size", "bytes", strict=False),
+        frame.drop("group_size", "bytes", "elements", strict=False),
         inputs,
         sizes,
-        {"group_size": pl.Int64(), "bytes": pl.Int64()},
-    ).drop("in_bytes", "out_bytes", "arg_group_size", "pg_desc")
+        {"group_size": pl.Int64(), "bytes": pl.Int64(), "elements": pl.Int64()},
+    ).drop("in_bytes", "out_bytes", "elem_bytes", "arg_group_size", "pg_desc")

@@ -20,6 +20,7 @@ INTERVALS_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64(),  # ProfilerStep#N; null outside every step
     "collective": pl.String(),  # logical collective of comm intervals (all_reduce, ...)
     "bytes": pl.Int64(),  # message size of comm intervals (nccl-tests convention), where known
+    "elements": pl.Int64(),  # the same message in elements of its dtype, where known
     "group_size": pl.Int64(),  # ranks in the group the collective ran on, where known
     "pg": pl.String(),  # process group name, where recorded
     "seq": pl.Int64(),  # collective sequence number in its group, where recorded

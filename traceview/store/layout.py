@@ -1,7 +1,7 @@
 """Where things live in a store (README "Trace store"): one Parquet partition per rank of each
 job, hive-style, so polars, DuckDB and Spark read the store as tables without traceview.
 
-    STORE/store.json                      {"store_version": 1}
+    STORE/store.json                      {"store_version": 2}
     STORE/job=<job>/job.json              where the job came from; why it is incomplete, if so
     STORE/job=<job>/run.json              the harness's run record, when the job has one
     STORE/job=<job>/rank=<r>/summary.json the rank's totals, notes and where its trace came from
@@ -23,7 +23,9 @@ import msgspec
 from traceview.errors import TraceviewError
 from traceview.parse.source import unreadable
 
-STORE_VERSION = 1
+# 2: calls and intervals carry `elements`; FSDP's post-backward work is backward work. A
+# partition an older traceview wrote is not read (ingest makes it again).
+STORE_VERSION = 2
 MARKER = "store.json"
 JOB_RECORD = "job.json"
 SUMMARY = "summary.json"
@@ -76,7 +78,7 @@ def open_store(path: Path, *, create: bool = False) -> Path:
                     f"{path}: a folder that is not a traceview store (holds {foreign[0]}); "
                     "not writing there"
                 )
-            write_atomically(path / MARKER, msgspec.json.encode(StoreMarker(STORE_VERSION)))
+            _mark(path)
     if not is_store(path):
         raise TraceviewError(f"{path}: not a traceview store (no {MARKER})")
     try:
@@ -90,7 +92,13 @@ def open_store(path: Path, *, create: bool = False) -> Path:
             f"{path}: store_version {marker.store_version} is newer than this traceview reads "
             f"({STORE_VERSION}): upgrade traceview"
         )
+    if create and marker.store_version < STORE_VERSION:
+        _mark(path)  # what is written from now on is of this version
     return path
+
+
+def _mark(path: Path) -> None:
+    write_atomically(path / MARKER, msgspec.json.encode(StoreMarker(STORE_VERSION)))
 
 
 def _store_entry(name: str) -> bool:

@@ -149,6 +149,15 @@ def read_stored(folder: Path) -> Stored:
     return stored
 
 
+def check_current(stored: Stored, folder: Path) -> None:
+    """A partition an older traceview wrote holds an older analysis: made again, not read."""
+    if stored.store_version < STORE_VERSION:
+        raise TraceviewError(
+            f"{folder}: written by an older traceview (store_version {stored.store_version}, "
+            f"this one reads {STORE_VERSION}): run traceview ingest again to update it"
+        )
+
+
 def _table(
     folder: Path, name: str, schema: dict[str, pl.DataType], rank: int | None
 ) -> pl.DataFrame:
@@ -183,6 +192,7 @@ def read_partition(
 ) -> RankReport:
     """The rank's report as it was measured when its trace was ingested."""
     stored = read_stored(folder)
+    check_current(stored, folder)
     check_pattern(stored, folder, comm_pattern)
     summary: Any = stored.report
     key = folder.name.removeprefix("rank=")

@@ -12,6 +12,7 @@ from traceview.analysis import Breakdown, RankReport
 from traceview.analysis.breakdown import METRICS
 from traceview.analysis.exposure import exposure_by_step
 from traceview.analysis.findings import Finding
+from traceview.analysis.scaling import COMM_PER_STEP
 from traceview.analysis.spread import rank_spread
 from traceview.cli.reporters.common import PARTIAL, call_rows, rank_rows
 from traceview.cli.steps import StepSelection
@@ -279,8 +280,8 @@ _COMPARE_NOTE = (
     "step s: the median of the run's measured steps (unprofiled ones from run.json, else "
     "profiled; traces alone: each step's slowest rank). E(N) = throughput(N) / "
     "(N × throughput(1)) against the same strategy's DP-1 run (T(1)/T(N) for traces "
-    "without a run record); volume in Ψ fp32 elements per rank and step (0 in theory at "
-    "DP 1); model states: the largest rank; theory = the textbook ZeRO formula for the "
+    "without a run record); " + COMM_PER_STEP + "; "
+    "model states: the largest rank; theory = the textbook ZeRO formula for the "
     "run's precision (AdamW; bf16 = mixed precision), and 'as run' the layout the harness "
     'holds where it differs, which the measurement should match (README "Memory").'
 )
@@ -304,14 +305,14 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
         "tokens/s",
         "E(N)",
         "exposed comm",
-        "volume Ψ (theory)",
+        "traffic Ψ (theory)",
+        "buffers Ψ (theory)",
         "model states MB (theory)",
         "!",
         "run",
     ]
     cells = [head]
     for r in rows:
-        volume = f"{_fmt(r.comm_volume_psi, '.2f')} ({_fmt(r.comm_volume_theory_psi, '.0f')})"
         theory = _mb(r.model_state_theory_bytes)
         if r.model_state_layout_bytes is not None:
             theory += f"; as run {_mb(r.model_state_layout_bytes)}"
@@ -329,7 +330,8 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
                 _fmt(r.tokens_per_s, ",.0f"),
                 _fmt(r.efficiency, ".2f"),
                 _fmt(r.exposed_comm_fraction, ".1%"),
-                volume,
+                r.traffic_text,
+                r.comm_volume_text,
                 f"{_mb(r.model_state_bytes)} ({theory})",
                 "!" if r.caveats else "",
                 Path(r.job).name,

@@ -36,6 +36,7 @@ CALL_COLUMNS = [
     "wait_us",
     "transfer_us",
     "bytes",
+    "elements",
     "algbw_gbps",
     "busbw_gbps",
     "exposed_us",
