@@ -21,6 +21,7 @@ from traceview.analysis import (
 )
 from traceview.analysis.cross_rank import CrossRank, RankAlignment, StepSkew
 from traceview.analysis.fits import AlphaBetaFit
+from traceview.analysis.job import BANDWIDTH_ON_DURATION, LOWER_BOUND
 from traceview.analysis.prediction import Prediction
 from traceview.analysis.scaling import COMM_PER_STEP, ScalingRow
 from traceview.analysis.spans import overlap_spans
@@ -46,9 +47,11 @@ from traceview.strategies import STATE_CATEGORIES, STRATEGIES, Precision, Strate
 from traceview.version import __version__
 
 __all__ = [
+    "BANDWIDTH_ON_DURATION",
     "COMM_PER_STEP",
     "INTERVALS_SCHEMA",
     "JOB_CALLS_SCHEMA",
+    "LOWER_BOUND",
     "STATE_CATEGORIES",
     "STRATEGIES",
     "AlphaBetaFit",

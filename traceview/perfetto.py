@@ -91,6 +91,7 @@ def _call_labels(job: Job) -> dict[tuple[int | None, int], dict[str, Any]]:
     if calls.height == 0:
         return {}
     wanted = ["bucket", "label", "wait_ns", "transfer_ns", "exposed_ns", "busbw_gbps"]
+    wanted.append("bandwidth_on")  # "duration": busbw is a lower bound
     return {
         (row["rank"], row["start_ns"]): {k: row[k] for k in wanted if row[k] is not None}
         for row in calls.select("rank", "start_ns", *wanted).iter_rows(named=True)

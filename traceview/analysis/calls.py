@@ -52,6 +52,12 @@ def bus_factor(collective: str | None, n: int | None) -> float | None:
     return factor(n)
 
 
+def bus_factors(calls: pl.DataFrame) -> pl.Series:
+    """bus_factor of each row's collective and group_size."""
+    pairs = zip(calls["collective"], calls["group_size"], strict=True)
+    return pl.Series([bus_factor(c, n) for c, n in pairs], dtype=pl.Float64)
+
+
 def traffic_factor(collective: str | None, n: int | None) -> float | None:
     """What a call puts on the wire per element of its message: the nccl-tests bus factor
     (what its busiest link carries), and nothing on a group of one rank."""
@@ -70,14 +76,11 @@ def collective_calls(timeline: Timeline) -> pl.DataFrame:
     exposed = exposed_part(
         kind_set(iv, "compute"), comm["ts_ns"].to_numpy(), comm["end_ns"].to_numpy()
     )
-    factors = [
-        bus_factor(c, n) for c, n in zip(comm["collective"], comm["group_size"], strict=True)
-    ]
     dur = pl.col("end_ns") - pl.col("ts_ns")
     algbw = pl.when(dur > 0).then(pl.col("bytes") / dur)  # bytes per ns = GB/s
     return (
         comm.with_columns(
-            _factor=pl.Series(factors, dtype=pl.Float64),
+            _factor=bus_factors(comm),
             exposed_ns=pl.Series(exposed, dtype=pl.Int64),
         )
         .select(

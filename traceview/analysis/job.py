@@ -12,11 +12,18 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis.buckets import label_buckets
-from traceview.analysis.calls import CALLS_SCHEMA
+from traceview.analysis.calls import CALLS_SCHEMA, bus_factors
 from traceview.analysis.cross_rank import CrossRank, StepSkew, align, step_skew
 from traceview.analysis.fits import AlphaBetaFit, fit_alpha_beta
 from traceview.analysis.rank import RankReport
 from traceview.parse.run_record import RunRecord
+
+# How every output marks and explains a bandwidth over a call's whole duration.
+LOWER_BOUND = "≥"
+BANDWIDTH_ON_DURATION = (
+    "a lower bound: over the call's whole duration, which includes waiting for the last rank "
+    "to arrive (no transfer time: the ranks are not aligned, or the call was not matched)"
+)
 
 # Every rank's calls (analysis/calls.py), with what the job adds; every column always there.
 JOB_CALLS_SCHEMA: dict[str, pl.DataType] = {
@@ -26,6 +33,10 @@ JOB_CALLS_SCHEMA: dict[str, pl.DataType] = {
     "match": pl.UInt32(),  # the call's match across ranks, where the job is aligned
     "wait_ns": pl.Int64(),  # until the last rank arrived (aligned jobs)
     "transfer_ns": pl.Int64(),  # after it arrived
+    # What algbw/busbw divide by: "transfer" (aligned jobs: after the last rank arrived, as
+    # nccl-tests times after a barrier), else "duration", which includes waiting for the last
+    # rank: a lower bound on the bandwidth.
+    "bandwidth_on": pl.String(),
 }
 
 
@@ -67,9 +78,10 @@ class JobReport:
         if self.aligned:
             assert self.cross_rank is not None
             split = self.cross_rank.calls.select("rank", "index", "match", "wait_ns", "transfer_ns")
-            calls = calls.join(split, on=["rank", "index"], how="left")
+            calls = on_transfer(calls.join(split, on=["rank", "index"], how="left"))
         missing = [c for c in JOB_CALLS_SCHEMA if c not in calls.columns]
         calls = calls.with_columns(pl.lit(None).alias(c) for c in missing)
+        calls = calls.with_columns(bandwidth_on=pl.col("bandwidth_on").fill_null("duration"))
         return calls.select(list(JOB_CALLS_SCHEMA)).cast(JOB_CALLS_SCHEMA)  # type: ignore[arg-type]
 
     @property
@@ -88,6 +100,18 @@ class JobReport:
     @cached_property
     def step_skew(self) -> tuple[StepSkew, ...]:
         return tuple(step_skew(step_windows(self.ranks)))
+
+
+def on_transfer(calls: pl.DataFrame) -> pl.DataFrame:
+    """algbw and busbw of the calls with a transfer time, over that time."""
+    transfer = pl.col("transfer_ns")
+    timed = transfer.is_not_null() & (transfer > 0)
+    algbw = pl.col("bytes") / transfer
+    return calls.with_columns(
+        algbw_gbps=pl.when(timed).then(algbw).otherwise(pl.col("algbw_gbps")),
+        busbw_gbps=pl.when(timed).then(algbw * bus_factors(calls)).otherwise(pl.col("busbw_gbps")),
+        bandwidth_on=pl.when(timed).then(pl.lit("transfer")),
+    )
 
 
 def step_windows(reports: tuple[RankReport, ...]) -> pl.DataFrame:

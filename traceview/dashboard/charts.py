@@ -198,6 +198,7 @@ def bucket_timeline_chart(calls: pl.DataFrame) -> AnyChart:
             alt.Tooltip("duration_ms:Q", format=",.3f"),
             alt.Tooltip("exposed_ms:Q", format=",.3f"),
             alt.Tooltip("busbw_gbps:Q", format=",.2f"),
+            alt.Tooltip("bandwidth_from:N", title="bandwidth from"),
         ],
     )
     return alt.layer(waiting, running).properties(title="Ready (dashed) → start → end")
@@ -237,6 +238,7 @@ def size_vs_duration_chart(calls: pl.DataFrame) -> AnyChart:
                 alt.Tooltip("mb:Q", format=",.2f"),
                 alt.Tooltip("duration_ms:Q", format=",.3f"),
                 alt.Tooltip("busbw_gbps:Q", format=",.2f"),
+                alt.Tooltip("bandwidth_from:N", title="bandwidth from"),
             ],
         )
         .properties(title="Size vs duration")

@@ -10,6 +10,8 @@ from dataclasses import asdict
 import polars as pl
 
 from traceview import (
+    BANDWIDTH_ON_DURATION,
+    LOWER_BOUND,
     STATE_CATEGORIES,
     Job,
     Runs,
@@ -158,6 +160,9 @@ def calls_frame(job: Job, step: int | None = None) -> pl.DataFrame:
         mb=pl.col("bytes") / 1e6,
         duration_ms=pl.col("dur_ns") / 1e6,
         exposed_ms=pl.col("exposed_ns") / 1e6,
+        bandwidth_from=pl.when(pl.col("bandwidth_on") == "duration")
+        .then(pl.lit(f"duration ({LOWER_BOUND} {BANDWIDTH_ON_DURATION})"))
+        .otherwise(pl.col("bandwidth_on")),
     )
 
 

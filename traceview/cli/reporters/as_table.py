@@ -12,6 +12,7 @@ from traceview.analysis import Breakdown, RankReport
 from traceview.analysis.breakdown import METRICS
 from traceview.analysis.exposure import exposure_by_step
 from traceview.analysis.findings import Finding
+from traceview.analysis.job import BANDWIDTH_ON_DURATION, LOWER_BOUND
 from traceview.analysis.scaling import COMM_PER_STEP
 from traceview.analysis.spread import rank_spread
 from traceview.cli.reporters.common import PARTIAL, call_rows, rank_rows
@@ -205,9 +206,15 @@ def _call_lines(table: pl.DataFrame) -> list[str]:
             v = r[col]
             if col == "bytes" and v is not None:
                 v = v / 1e6
-            cells.append("-" if v is None else fmt.format(v))
+            cell = "-" if v is None else fmt.format(v)
+            if col == "busbw_gbps" and v is not None and r["bandwidth_on"] == "duration":
+                cell = LOWER_BOUND + cell
+            cells.append(cell)
         rows.append(cells)
-    return aligned(rows)
+    lines = aligned(rows)
+    if (table["bandwidth_on"] == "duration").any():
+        lines.append(f"  {LOWER_BOUND} {BANDWIDTH_ON_DURATION}")
+    return lines
 
 
 # -- ranks ---------------------------------------------------------------------------------

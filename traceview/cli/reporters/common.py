@@ -39,6 +39,7 @@ CALL_COLUMNS = [
     "elements",
     "algbw_gbps",
     "busbw_gbps",
+    "bandwidth_on",
     "exposed_us",
 ]
 

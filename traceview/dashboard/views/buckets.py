@@ -13,6 +13,7 @@ CALL_COLUMNS = {
     "duration_ms": ("duration ms", "{:,.3f}"),
     "exposed_ms": ("exposed ms", "{:,.3f}"),
     "busbw_gbps": ("bus bandwidth GB/s", "{:,.2f}"),
+    "bandwidth_from": ("bandwidth from", None),
 }
 
 st.title("Buckets and collectives")
