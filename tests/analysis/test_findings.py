@@ -91,13 +91,29 @@ def sized_calls(sizes_kb: list[int], alpha_us: float) -> list[tb.Event]:
 
 
 def test_buckets_below_the_size_that_reaches_90_percent_of_the_bandwidth(tmp_path):
-    # α = 50 µs, 1 GB/s: α costs 10 % from 9 × 50 µs × 1 GB/s = 450 KB; median 30 KB.
-    folder = job(tmp_path, {0: sized_calls([10, 20, 40, 80], alpha_us=50)})
+    # α = 10 µs, 1 GB/s: α costs 10 % from 9 × 10 µs × 1 GB/s = 90 KB; median 30 KB; a step
+    # sends 10 + 20 + 40 + 80 = 150 KB, more than 90 KB: bucket_cap_mb 0.09 MB = 0.0858 MiB.
+    folder = job(tmp_path, {0: sized_calls([10, 20, 40, 80], alpha_us=10)})
     (found,) = [f for f in traceview.load(folder).findings if f.rule == "small_buckets"]
     assert found.numbers["median_mb"] == 0.03
-    assert found.numbers["size_for_90pct_mb"] == pytest.approx(0.45, abs=1e-3)
+    assert found.numbers["size_for_90pct_mb"] == pytest.approx(0.09, abs=1e-3)
+    assert found.numbers["suggested_mb"] == pytest.approx(0.09, abs=1e-3)
     assert found.numbers["bandwidth_gbps"] == pytest.approx(1.0, abs=1e-3)
-    assert found.numbers["alpha_us"] == pytest.approx(50, abs=0.1)
+    assert found.numbers["alpha_us"] == pytest.approx(10, abs=0.1)
+    assert found.numbers["size_clusters"] == 4 and found.numbers["fitted_on"] == "duration"
+    assert found.action == "larger buckets: bucket_cap_mb of about 0.0858 or more"
+
+
+def test_bucket_advice_stops_at_one_bucket_for_the_step(tmp_path):
+    # α = 50 µs: 90 % from 450 KB, three times the 150 KB a step sends: one bucket of 150 KB.
+    folder = job(tmp_path, {0: sized_calls([10, 20, 40, 80], alpha_us=50)})
+    (found,) = [f for f in traceview.load(folder).findings if f.rule == "small_buckets"]
+    assert found.numbers["size_for_90pct_mb"] == pytest.approx(0.45, abs=1e-3)
+    assert found.numbers["suggested_mb"] == pytest.approx(0.15, abs=1e-3)
+    assert found.action == (
+        "larger buckets: bucket_cap_mb of about 0.143 or more — one for all of a step's "
+        "gradients, which leaves nothing to overlap"
+    )
 
 
 def test_a_zero2_run_is_told_of_fsdp_units_not_bucket_cap_mb(tmp_path):

@@ -207,7 +207,61 @@ def test_alpha_beta_fit_recovers_latency_and_bandwidth():
     assert fit.size_for_90pct_bytes == pytest.approx(9 * alpha_ns * bw, rel=1e-3)  # 4.5 MB
     assert fit.median_bytes == 6e6  # of 1, 2, 4, 8, 16, 32 MB
     assert "the median is 6.0 MB: larger buckets would only start" in fit.advice
+    assert fit.size_clusters == 6
     assert "larger buckets would help" in replace(fit, median_bytes=1e6).advice
+
+
+def fit_of(sizes: list[float], durations: list[float], **context):
+    import polars as pl
+
+    calls = pl.DataFrame(
+        {
+            "collective": ["all_reduce"] * len(sizes),
+            "bytes": [int(s) for s in sizes],
+            "dur_ns": [int(d) for d in durations],
+        }
+    )
+    return fit_alpha_beta(calls, "all_reduce", **context)
+
+
+def test_two_size_clusters_give_no_bandwidth_and_no_size():
+    # All-reduces of ~6 and ~18 MB (a DDP job's two bucket sizes, a few parameters apart): the
+    # line through them is exact (α 5.7 ms, 5.5 GB/s) but rests on two points: no advice.
+    sizes = [6.0e6, 6.1e6, 18.0e6, 18.2e6, 6.05e6, 18.1e6]
+    fit = fit_of(sizes, [5.7e6 + s / 5.5 for s in sizes])
+    assert (fit.distinct_sizes, fit.size_clusters) == (6, 2)
+    assert fit.confidence == "low" and fit.r2 == pytest.approx(1.0)
+    assert fit.alpha_us is None and fit.bandwidth_gbps is None  # never printed untrusted
+    assert fit.size_for_90pct_bytes is None
+    assert fit.advice.startswith("no recommendation (2 size cluster(s) (sizes within 10%")
+
+
+def test_the_size_never_goes_beyond_what_a_step_sends():
+    # α = 50 µs at 10 GB/s: 90 % from 9 × 50 µs × 10 B/ns = 4.5 MB; a step sends 3 MB in all.
+    sizes = [0.25e6, 0.5e6, 1e6, 2e6]
+    fit = fit_of(sizes, [50_000 + s / 10 for s in sizes], step_bytes=3e6, step_share=0.2)
+    assert fit.size_for_90pct_bytes == pytest.approx(4.5e6, rel=1e-3)
+    assert fit.one_bucket
+    assert "a step sends only 3.0 MB of all_reduce: one bucket of all of it" in fit.advice
+
+
+def test_no_size_for_a_collective_that_takes_under_one_percent_of_the_step():
+    # Broadcasts taking 38 µs of a 215 ms step (0.018 %): the fit holds, the advice does not.
+    sizes = [0.25e6, 0.5e6, 1e6, 2e6]
+    fit = fit_of(sizes, [5_000 + s / 100 for s in sizes], step_share=38e3 / 215e6)
+    assert fit.trusted and fit.bandwidth_gbps == pytest.approx(100, rel=1e-3)
+    assert fit.size_for_90pct_bytes is None
+    assert "its calls take 0.018% of the step time: not worth resizing" in fit.advice
+
+
+def test_a_fit_on_durations_says_they_include_waiting():
+    sizes = [1e6, 2e6, 4e6, 8e6]
+    on_durations = fit_of(sizes, [50_000 + s / 10 for s in sizes], on="duration")
+    assert on_durations.advice.endswith(
+        "fitted on whole durations, which include waiting for late ranks: α is overstated, "
+        "the bandwidth a lower bound"
+    )
+    assert "waiting" not in fit_of(sizes, [50_000 + s / 10 for s in sizes], on="transfer").advice
 
 
 def test_alpha_beta_fit_says_when_it_cannot():

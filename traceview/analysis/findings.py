@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from traceview.analysis.buckets import GRADIENT_COLLECTIVES
+from traceview.analysis.fits import megabytes
 from traceview.analysis.job import JobReport
 from traceview.analysis.scaling import ScalingRow
 from traceview.analysis.theory import model_state_bytes, run_precision
@@ -98,43 +99,54 @@ def backward_tail(job: JobReport, name: str) -> Finding | None:
 
 
 def small_buckets(job: JobReport, name: str, strategy: str | None = None) -> Finding | None:
-    """Gradient messages below the size at which the fitted α costs 10 % of the time."""
+    """Gradient messages below the size at which the fitted α costs 10 % of the time (only
+    from fits trusted to size anything: see analysis/fits.py)."""
     for fit in job.fits:
-        if fit.collective not in GRADIENT_COLLECTIVES or fit.confidence == "low":
+        if fit.collective not in GRADIENT_COLLECTIVES or not fit.trusted:
             continue
         target, median = fit.size_for_90pct_bytes, fit.median_bytes
         if target is None or median is None or median >= target:
             continue
+        suggest = fit.step_bytes if fit.one_bucket and fit.step_bytes else target
         return Finding(
             rule="small_buckets",
             job=name,
             what=(
-                f"{fit.collective} messages have a median of {median / 1e6:,.1f} MB; "
-                f"{target / 1e6:,.1f} MB or more reach 90% of the fitted bandwidth "
+                f"{fit.collective} messages have a median of {megabytes(median)}; "
+                f"{megabytes(target)} or more reach 90% of the fitted bandwidth "
                 f"({fit.bandwidth_gbps or 0:,.2f} GB/s, α {fit.alpha_us or 0:,.0f} µs; "
-                f"confidence {fit.confidence})"
+                f"confidence {fit.confidence}: {fit.why}; on {fit.on} times)"
             ),
-            action=_larger_messages(strategy, target),
+            action=_larger_messages(strategy, suggest, fit.one_bucket),
             numbers={
                 "median_mb": round(median / 1e6, 3),
                 "size_for_90pct_mb": round(target / 1e6, 3),
+                "suggested_mb": round(suggest / 1e6, 3),
                 "bandwidth_gbps": round(fit.bandwidth_gbps or 0, 3),
                 "alpha_us": round(fit.alpha_us or 0, 1),
                 "confidence": fit.confidence,
+                "size_clusters": fit.size_clusters,
+                "fitted_on": fit.on,
             },
         )
     return None
 
 
-def _larger_messages(strategy: str | None, target: float) -> str:
-    """How a run makes its gradient messages larger: DDP's buckets, or FSDP's units."""
+def _larger_messages(strategy: str | None, size: float, one_bucket: bool) -> str:
+    """How a run makes its gradient messages larger: DDP's buckets, or FSDP's units; at most
+    one message per step (what a step sends in all)."""
     spec = STRATEGIES.get(strategy or "")
+    whole = (
+        " — one for all of a step's gradients, which leaves nothing to overlap"
+        if one_bucket
+        else ""
+    )
     if spec is not None and not spec.ddp_buckets:
         return (
             f"larger messages: fewer, larger FSDP units (fully_shard over bigger modules), "
-            f"about {target / 2**20:,.3g} MiB each or more"
+            f"about {size / 2**20:,.3g} MiB each or more{whole}"
         )
-    return f"larger buckets: bucket_cap_mb of about {target / 2**20:,.3g} or more"
+    return f"larger buckets: bucket_cap_mb of about {size / 2**20:,.3g} or more{whole}"
 
 
 def unhidden_gathers(job: JobReport, name: str, strategy: str | None) -> Finding | None:

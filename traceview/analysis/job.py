@@ -95,7 +95,31 @@ class JobReport:
         calls = self.calls
         duration = "transfer_ns" if self.aligned else "dur_ns"
         kinds = calls["collective"].drop_nulls().unique().sort().to_list()
-        return tuple(fit_alpha_beta(calls, kind, duration) for kind in kinds)
+        in_steps = calls.filter(pl.col("step").is_not_null())
+        windows = sum(s.breakdown.window_ns for r in self.ranks for s in r.steps)
+        if not windows:  # no profiler steps: the whole traces
+            in_steps = calls
+            windows = sum(r.total.window_ns for r in self.ranks if r.total is not None)
+        per_step = (
+            in_steps.filter(pl.col("bytes").is_not_null())
+            .group_by("collective", "rank", "step")
+            .agg(pl.col("bytes").sum())
+            .group_by("collective")
+            .agg(pl.col("bytes").median())
+        )
+        step_bytes = dict(per_step.iter_rows())
+        busy = dict(in_steps.group_by("collective").agg(pl.col("dur_ns").sum()).iter_rows())
+        return tuple(
+            fit_alpha_beta(
+                calls,
+                kind,
+                duration,
+                on=self.fit_on,
+                step_bytes=step_bytes.get(kind),
+                step_share=busy.get(kind, 0) / windows if windows else None,
+            )
+            for kind in kinds
+        )
 
     @cached_property
     def step_skew(self) -> tuple[StepSkew, ...]:

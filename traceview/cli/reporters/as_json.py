@@ -145,6 +145,7 @@ def _fit(fit: AlphaBetaFit) -> dict[str, Any]:
         "collective": fit.collective,
         "calls": fit.calls,
         "distinct_sizes": fit.distinct_sizes,
+        "size_clusters": fit.size_clusters,
         "alpha_us": fit.alpha_us,
         "bandwidth_gbps": fit.bandwidth_gbps,
         "r2": None if fit.r2 is None else float(fit.r2),
@@ -152,6 +153,9 @@ def _fit(fit: AlphaBetaFit) -> dict[str, Any]:
         "why": fit.why,
         "size_for_90pct_bytes": fit.size_for_90pct_bytes,
         "median_bytes": fit.median_bytes,
+        "step_bytes": fit.step_bytes,
+        "step_share": fit.step_share,
+        "one_bucket": fit.one_bucket,
         "advice": fit.advice,
     }
 
