@@ -97,6 +97,15 @@ def test_folder_mixing_world_sizes(tmp_path):
     one_line_error(traceview("analyze", tmp_path), 2, "different jobs", "world_size")
 
 
+def test_folder_mixing_strategies(tmp_path):
+    def run(strategy: str) -> dict:
+        return {"traceview_run": {"strategy": strategy, "world_size": 2}}
+
+    tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0, **run("zero2")))
+    tb.write(tmp_path / "b.json", tb.document(GOOD, rank=1, **run("zero3")))
+    one_line_error(traceview("analyze", tmp_path), 2, "different jobs", "strategy zero2")
+
+
 def test_folder_mixing_jobs_recorded_days_apart(tmp_path):
     day_ns = 86400 * 10**9
     tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0, baseTimeNanoseconds=17 * 10**17))

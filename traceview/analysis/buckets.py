@@ -20,16 +20,40 @@ def label_buckets(calls: pl.DataFrame, buckets: list[Bucket] | None) -> pl.DataF
     if not buckets or calls.height == 0:
         return calls.with_columns(bucket=pl.lit(None, pl.Int64))
     sizes = [b.bytes for b in sorted(buckets, key=lambda b: b.index)]
-    grads = calls.filter(pl.col("backward") & (pl.col("collective") == "all_reduce"))
-    labelled = []
-    for _, rows in grads.sort("ready_ns", "start_ns").group_by("rank", "step", maintain_order=True):
-        if rows.height == len(sizes) and rows["bytes"].to_list() == sizes:
-            labelled.append(
-                rows.select("rank", "index", bucket=pl.int_range(pl.len(), dtype=pl.Int64))
-            )
-    if not labelled:
+    steps = _gradient_steps(calls)
+    labelled = [rows for rows in steps if rows["bytes"].to_list() == sizes]
+    return _with_buckets(calls, labelled)
+
+
+def label_repeated_buckets(calls: pl.DataFrame) -> pl.DataFrame:
+    """Add `bucket` without a recorded layout, for a job whose gradients DDP reduces: where
+    every step of every rank (two or more in all) launches the same number of backward
+    all-reduces of the same sizes in the same order — DDP's buckets, fixed after its first
+    step — the k-th of a step is bucket k."""
+    steps = [rows for rows in _gradient_steps(calls) if rows.height]
+    patterns = {tuple(rows["bytes"].to_list()) for rows in steps}
+    if len(steps) < 2 or len(patterns) != 1 or None in next(iter(patterns)):
         return calls.with_columns(bucket=pl.lit(None, pl.Int64))
-    return calls.join(pl.concat(labelled), on=["rank", "index"], how="left")
+    return _with_buckets(calls, steps)
+
+
+def _gradient_steps(calls: pl.DataFrame) -> list[pl.DataFrame]:
+    """Each rank and step's backward all-reduces, in launch order."""
+    grads = calls.filter(
+        pl.col("backward") & (pl.col("collective") == "all_reduce") & pl.col("step").is_not_null()
+    )
+    ordered = grads.sort("ready_ns", "start_ns").group_by("rank", "step", maintain_order=True)
+    return [rows for _, rows in ordered]
+
+
+def _with_buckets(calls: pl.DataFrame, steps: list[pl.DataFrame]) -> pl.DataFrame:
+    if not steps:
+        return calls.with_columns(bucket=pl.lit(None, pl.Int64))
+    numbered = [
+        rows.select("rank", "index", bucket=pl.int_range(pl.len(), dtype=pl.Int64))
+        for rows in steps
+    ]
+    return calls.join(pl.concat(numbered), on=["rank", "index"], how="left")
 
 
 @dataclass(frozen=True, kw_only=True)

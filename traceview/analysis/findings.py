@@ -59,9 +59,9 @@ def _ms(ns: float) -> float:
     return round(ns / 1e6, 3)
 
 
-def backward_tail(job: JobReport, name: str) -> Finding | None:
+def backward_tail(job: JobReport, name: str, strategy: str | None = None) -> Finding | None:
     """Exposed gradient communication that runs after the backward pass's compute ended: the
-    last buckets are launched too late to hide behind anything."""
+    last buckets (or FSDP units) are launched too late to hide behind anything."""
     rows = []
     for r in job.ranks:
         ends = {t.step: t.backward_end_ns for t in r.backward_tails}
@@ -70,14 +70,21 @@ def backward_tail(job: JobReport, name: str) -> Finding | None:
         grads = r.calls.filter(
             pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES)
         ).filter(pl.col("step").is_in(list(ends)))
-        for step, end_ns, exposed in grads.select("step", "end_ns", "exposed_ns").iter_rows():
-            rows.append((exposed or 0, end_ns > ends[step]))
-    exposed = sum(e for e, _ in rows)
-    tail = sum(e for e, late in rows if late)
+        for step, end_ns, exposed, module in grads.select(
+            "step", "end_ns", "exposed_ns", "module"
+        ).iter_rows():
+            rows.append((exposed or 0, end_ns > ends[step], module))
+    exposed = sum(e for e, _, _ in rows)
+    tail = sum(e for e, late, _ in rows if late)
     window = _window_ns(job)
     if not window or exposed < MATERIAL_SHARE * window or tail < TAIL_SHARE * exposed:
         return None
     steps = sum(len(r.backward_tails) for r in job.ranks)
+    late_by_module: dict[str, int] = {}
+    for e, late, module in rows:
+        if late and module is not None:
+            late_by_module[module] = late_by_module.get(module, 0) + e
+    last = max(late_by_module, key=late_by_module.__getitem__) if late_by_module else None
     return Finding(
         rule="backward_tail",
         job=name,
@@ -85,16 +92,31 @@ def backward_tail(job: JobReport, name: str) -> Finding | None:
             f"{100 * tail / exposed:.0f}% of the exposed gradient communication runs after the "
             f"backward pass ends ({_ms(tail / steps):,.1f} ms per rank and step, "
             f"{100 * tail / window:.0f}% of the step time)"
+            + (f", most of it FSDP unit {last}'s" if last else "")
         ),
-        action=(
-            "the last gradient buckets start too late to hide: make them smaller "
-            "(a lower bucket_cap_mb) so they leave while backward still computes"
-        ),
+        action=_earlier_gradients(strategy, last),
         numbers={
             "tail_exposed_ms_per_step": _ms(tail / steps),
             "tail_share_pct": round(100 * tail / exposed, 1),
             "step_time_share_pct": round(100 * tail / window, 1),
+            **({"last_unit": last} if last else {}),
         },
+    )
+
+
+def _earlier_gradients(strategy: str | None, unit: str | None) -> str:
+    """How a run's last gradient communication leaves earlier: DDP's buckets, or FSDP's units."""
+    spec = STRATEGIES.get(strategy or "")
+    if unit is not None or (spec is not None and not spec.ddp_buckets):
+        which = f"unit {unit}" if unit else "the last unit"
+        return (
+            f"FSDP reduces {which}'s gradients only once all of them are ready: give its large "
+            "parameters (embeddings, the output layer) fully_shard units of their own, so less "
+            "is left to reduce after the last gradient is computed"
+        )
+    return (
+        "the last gradient buckets start too late to hide: make them smaller "
+        "(a lower bucket_cap_mb) so they leave while backward still computes"
     )
 
 
@@ -220,7 +242,7 @@ def straggler(job: JobReport, name: str) -> Finding | None:
 
 def job_findings(job: JobReport, name: str, strategy: str | None) -> list[Finding]:
     found = [
-        backward_tail(job, name),
+        backward_tail(job, name, strategy),
         small_buckets(job, name, strategy),
         unhidden_gathers(job, name, strategy),
         straggler(job, name),

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import polars as pl
 
-from traceview.analysis.buckets import label_buckets
+from traceview.analysis.buckets import label_buckets, label_repeated_buckets
 from traceview.analysis.calls import CALLS_SCHEMA, bus_factors
 from traceview.analysis.cross_rank import CrossRank, StepSkew, align, step_skew
 from traceview.analysis.fits import AlphaBetaFit, fit_alpha_beta
 from traceview.analysis.rank import RankReport
+from traceview.analysis.strategy_of import StrategyOf, infer_strategy
 from traceview.parse.run_record import RunRecord
+from traceview.strategies import strategy
 
 # How every output marks and explains a bandwidth over a call's whole duration.
 LOWER_BOUND = "≥"
@@ -28,7 +30,8 @@ BANDWIDTH_ON_DURATION = (
 # Every rank's calls (analysis/calls.py), with what the job adds; every column always there.
 JOB_CALLS_SCHEMA: dict[str, pl.DataType] = {
     **{k: v() if isinstance(v, type) else v for k, v in CALLS_SCHEMA.items()},
-    "bucket": pl.Int64(),  # DDP bucket index, where the run record's layout identifies it
+    # DDP bucket index: by the run record's layout, else by DDP's pattern (analysis/buckets.py)
+    "bucket": pl.Int64(),
     "label": pl.String(),  # "bucket 3", else the FSDP module ("blocks.3", "root"), else null
     "match": pl.UInt32(),  # the call's match across ranks, where the job is aligned
     "wait_ns": pl.Int64(),  # until the last rank arrived (aligned jobs)
@@ -47,11 +50,32 @@ class JobReport:
     run: RunRecord | None
 
     @cached_property
+    def _ranked_calls(self) -> pl.DataFrame:
+        frames = [r.calls for r in self.ranks if r.rank is not None and r.calls.height]
+        return pl.concat(frames) if frames else pl.DataFrame(schema=CALLS_SCHEMA)
+
+    @cached_property
+    def strategy_of(self) -> StrategyOf:
+        """From the run record, else what the traces say of their run, else inferred from
+        what they show (analysis/strategy_of.py)."""
+        if self.run is not None:
+            return StrategyOf(name=self.run.strategy, source="run record")
+        said = {r.run.strategy for r in self.ranks if r.run is not None}
+        if len(said) == 1:
+            return StrategyOf(name=said.pop(), source="trace metadata")
+        return infer_strategy(self.ranks, self._ranked_calls)
+
+    @cached_property
     def _labelled(self) -> pl.DataFrame:
         """Every ranked call, with its bucket and label."""
-        frames = [r.calls for r in self.ranks if r.rank is not None and r.calls.height]
-        calls = pl.concat(frames) if frames else pl.DataFrame(schema=CALLS_SCHEMA)
-        calls = label_buckets(calls, self.run.ddp_buckets if self.run else None)
+        calls = self._ranked_calls
+        spec = strategy(self.strategy_of.name)
+        if self.run is not None and self.run.ddp_buckets:
+            calls = label_buckets(calls, self.run.ddp_buckets)
+        elif spec is not None and spec.ddp_buckets:
+            calls = label_repeated_buckets(calls)
+        else:
+            calls = calls.with_columns(bucket=pl.lit(None, pl.Int64))
         return calls.with_columns(
             label=pl.coalesce(pl.format("bucket {}", pl.col("bucket")), pl.col("module"))
         )

@@ -47,6 +47,14 @@ class RankReport:
     backward_tails: tuple[BackwardTail, ...]
     intervals: pl.DataFrame | None = None  # the whole model, when asked for (timeline export)
     run: TraceRun | None = None  # the run the trace says it belongs to (harness traces)
+    # The data-parallel wrappers whose record functions the trace holds (parse/names.py
+    # WRAPPER_SPANS): "ddp", "zero_redundancy_optimizer", "fsdp2", "fsdp1".
+    wrappers: tuple[str, ...] = ()
+
+    @property
+    def recorded_strategy(self) -> str | None:
+        """The strategy the trace records of its run (harness traces), if it does."""
+        return self.run.strategy if self.run is not None else None
 
     @property
     def lossy(self) -> bool:
@@ -94,6 +102,7 @@ def rank_report(trace: Trace, timeline: Timeline, *, keep_intervals: bool = Fals
         calls=calls,
         backward_tails=tuple(backward_tails(timeline, calls)),
         intervals=timeline.intervals if keep_intervals else None,
+        wrappers=timeline.wrappers,
     )
 
 

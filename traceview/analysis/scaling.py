@@ -48,7 +48,9 @@ class StepTimes:
 @dataclass(frozen=True, kw_only=True)
 class ScalingRow:
     job: str
-    strategy: str  # "unknown" for traces without a run record
+    strategy: str  # "unknown" where neither a record, the traces' metadata nor the traces tell
+    strategy_source: str  # "run record", "trace metadata", "inferred" or "unknown"
+    strategy_evidence: str | None  # what an inferred strategy rests on
     dp: int | None
     step_seconds: float | None  # median over the measured steps
     step_seconds_min: float | None
@@ -207,7 +209,8 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
         dp = (
             run.world_size if run else next((r.world_size for r in job.ranks if r.world_size), None)
         )
-        strategy = run.strategy if run else "unknown"
+        of = job.strategy_of
+        strategy = of.name or "unknown"
         times = step_times(job)
         batch = run.global_batch if run else None
         median = times.median_s if times and times.median_s > 0 else None
@@ -227,6 +230,8 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
             ScalingRow(
                 job=str(job.folder or job.ranks[0].trace),
                 strategy=strategy,
+                strategy_source=of.source,
+                strategy_evidence=of.evidence or None,
                 dp=dp,
                 step_seconds=times.median_s if times else None,
                 step_seconds_min=times.min_s if times else None,

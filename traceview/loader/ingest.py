@@ -40,6 +40,7 @@ class Written:
     world_size: int | None
     backend: str | None
     epoch_span_ns: tuple[int, int] | None
+    recorded_strategy: str | None
 
 
 IngestOutcome = Written | Failure
@@ -59,7 +60,7 @@ def ingest_trace(
         write_partition(report, folder, source, comm_pattern)
         return Written(
             report.trace, folder, report.rank, report.world_size, report.backend,
-            report.epoch_span_ns,
+            report.epoch_span_ns, report.recorded_strategy,
         )  # fmt: skip
 
     return guarded(path, work)

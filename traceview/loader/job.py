@@ -18,6 +18,7 @@ from traceview.analysis.job import JobReport
 from traceview.analysis.prediction import Prediction, predict_jobs
 from traceview.analysis.rank import RankReport
 from traceview.analysis.scaling import ScalingRow, scaling_rows
+from traceview.analysis.strategy_of import StrategyOf
 from traceview.errors import Note, TraceviewError
 from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many
 from traceview.loader.sources import RunSource, check_one_job, find_runs
@@ -49,11 +50,13 @@ class Job:
 
     @property
     def strategy(self) -> str | None:
-        """The run's strategy: from run.json, else from what its traces say of their run."""
-        if self.run is not None:
-            return self.run.strategy
-        said = {r.run.strategy for r in self.ranks if r.run is not None}
-        return said.pop() if len(said) == 1 else None
+        """The run's strategy: from run.json, else from what its traces say of their run, else
+        inferred from what they show (`strategy_of` says which, and on what)."""
+        return self.strategy_of.name
+
+    @property
+    def strategy_of(self) -> StrategyOf:
+        return self.report.strategy_of
 
     @cached_property
     def report(self) -> JobReport:
@@ -85,10 +88,10 @@ class Job:
         """What the analysis says to change (analysis/findings.py); a broken run.json leaves
         the rules to the traces alone."""
         try:
-            report, strategy = self.report, self.strategy
+            report = self.report  # reads run.json
         except TraceviewError:
-            report, strategy = JobReport(folder=self.folder, ranks=self.ranks, run=None), None
-        return tuple(job_findings(report, self.name, strategy))
+            report = JobReport(folder=self.folder, ranks=self.ranks, run=None)
+        return tuple(job_findings(report, self.name, report.strategy_of.name))
 
     @cached_property
     def intervals(self) -> pl.DataFrame:

@@ -147,10 +147,13 @@ class RankIdentity(Protocol):
     def backend(self) -> str | None: ...
     @property
     def epoch_span_ns(self) -> tuple[int, int] | None: ...
+    @property
+    def recorded_strategy(self) -> str | None: ...
 
 
 def check_one_job(folder: Path, reports: Sequence[RankIdentity]) -> None:
-    """A folder is one job: no rank twice, one world size and backend, overlapping wall time."""
+    """A folder is one job: no rank twice, one world size, backend and recorded strategy,
+    overlapping wall time."""
     by_rank: dict[int, RankIdentity] = {}
     for r in reports:
         if r.rank is None:
@@ -161,13 +164,17 @@ def check_one_job(folder: Path, reports: Sequence[RankIdentity]) -> None:
                 f"and {r.trace.name}"
             )
         by_rank[r.rank] = r
-    for attr in ("world_size", "backend"):
+    for attr, said in (
+        ("world_size", "world_size"),
+        ("backend", "backend"),
+        ("recorded_strategy", "strategy"),
+    ):
         seen = {getattr(r, attr): r for r in reports if getattr(r, attr) is not None}
         if len(seen) > 1:
             (a, ra), (b, rb) = list(seen.items())[:2]
             raise TraceviewError(
-                f"{folder}: mixes traces of different jobs ({ra.trace.name}: {attr} {a}, "
-                f"{rb.trace.name}: {attr} {b})"
+                f"{folder}: mixes traces of different jobs ({ra.trace.name}: {said} {a}, "
+                f"{rb.trace.name}: {said} {b})"
             )
     spans = [(r.epoch_span_ns, r) for r in reports if r.epoch_span_ns is not None]
     if spans:

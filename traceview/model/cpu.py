@@ -13,7 +13,13 @@ from traceview.model import messages
 from traceview.model.calls import comm_call_ops, merge_nested
 from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
-from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
+from traceview.model.scopes import (
+    autograd_spans,
+    fsdp_module,
+    fsdp_spans,
+    gradient_comm_spans,
+    innermost,
+)
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
 from traceview.parse.names import (
@@ -57,14 +63,17 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     ops = training.filter((pl.col("cat") == "cpu_op") & ~is_comm & ~waiting)
     compute = _top_level_minus(ops, training.filter(waiting | is_comm))
     del ops
-    autograd = autograd_spans(training)
-    calls = innermost(_call_rows(training, trace), "ts_ns", "pid", "tid", autograd, "_autograd")
+    gradient_comm = gradient_comm_spans(training)
+    calls = innermost(
+        _call_rows(training, trace), "ts_ns", "pid", "tid", gradient_comm, "_backward"
+    )
     calls = innermost(calls, "ts_ns", "pid", "tid", fsdp_spans(training), "_fsdp")
     calls = calls.with_columns(
-        backward=pl.col("_autograd").is_not_null(), module=fsdp_module(pl.col("_fsdp"))
+        backward=pl.col("_backward").is_not_null(), module=fsdp_module(pl.col("_fsdp"))
     )
-    compute = innermost(compute, "ts_ns", "pid", "tid", autograd, "_autograd").with_columns(
-        backward=pl.col("_autograd").is_not_null(), module=pl.lit(None, pl.String)
+    autograd = autograd_spans(training)
+    compute = innermost(compute, "ts_ns", "pid", "tid", autograd, "_backward").with_columns(
+        backward=pl.col("_backward").is_not_null(), module=pl.lit(None, pl.String)
     )
     groups, world = trace_groups(trace), trace.meta.world_size
     comm = pl.concat(

@@ -8,7 +8,13 @@ from traceview.model import messages
 from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
 from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
-from traceview.model.scopes import autograd_spans, fsdp_module, fsdp_spans, innermost
+from traceview.model.scopes import (
+    autograd_spans,
+    fsdp_module,
+    fsdp_spans,
+    gradient_comm_spans,
+    innermost,
+)
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
 from traceview.parse.names import COMM_KERNEL, GPU_COLLECTIVE_SPAN, collective_of, named
@@ -77,22 +83,29 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     device = assign_steps(device, when, spans)
     # What launched it: the backward pass? for which FSDP module?
     launch = ("launch_ns", "launch_pid", "launch_tid")
-    device = innermost(device, *launch, autograd_spans(events), "_autograd")
+    device = innermost(device, *launch, autograd_spans(events), "_backward")
     device = innermost(device, *launch, fsdp_spans(events), "_fsdp")
     device = device.with_columns(
-        backward=pl.col("_autograd").is_not_null(),
+        backward=pl.col("_backward").is_not_null(),
         module=pl.when(pl.col("kind") == "comm").then(fsdp_module(pl.col("_fsdp"))),
     )
     return _with_collectives(device, trace)
+
+
+def _gradient_comm(comm: pl.DataFrame, events: pl.DataFrame) -> pl.Expr:
+    """Communication is backward work also where FSDP's backward hooks launched it."""
+    launch = ("launch_ns", "launch_pid", "launch_tid")
+    hooked = innermost(comm, *launch, gradient_comm_spans(events), "_hook")["_hook"]
+    return pl.col("backward") | hooked.is_not_null()
 
 
 def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     """Collective, sizes, group and sequence of each comm kernel: from its own arguments
     (newer traces), else from the CPU call that launched it, else from the kernel's name."""
     calls = merge_nested(comm_call_ops(trace.events, trace.comm_args))
-    comm = attach_calls(device.filter(pl.col("kind") == "comm"), calls).join(
-        trace.comm_args, on="row", how="left"
-    )
+    comm = device.filter(pl.col("kind") == "comm")
+    comm = comm.with_columns(backward=_gradient_comm(comm, trace.events))
+    comm = attach_calls(comm, calls).join(trace.comm_args, on="row", how="left")
     comm = per_distinct(comm, _KERNEL_INPUTS, _kernel_fields, _KERNEL_FIELDS).with_columns(
         collective=pl.coalesce("call_collective", "_folded", "_by_kernel"),
         in_bytes=pl.coalesce("_in_bytes", "call_in_bytes"),

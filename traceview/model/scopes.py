@@ -1,11 +1,12 @@
 """CPU spans that give work its context: the FSDP module a collective serves, and whether
-work belongs to the backward pass (launched inside an autograd engine function)."""
+work belongs to the backward pass (compute inside an autograd engine function; communication
+launched there or from one of FSDP's backward hooks)."""
 
 from __future__ import annotations
 
 import polars as pl
 
-from traceview.parse.names import AUTOGRAD_OP, FSDP_SPAN, named
+from traceview.parse.names import AUTOGRAD_OP, FSDP_BACKWARD_HOOK, FSDP_SPAN, named
 
 SCOPE_SCHEMA = {
     "pid": pl.Int64,
@@ -81,4 +82,12 @@ def fsdp_spans(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def autograd_spans(events: pl.DataFrame) -> pl.DataFrame:
+    """The autograd engine's functions: the backward pass's compute, and the communication
+    their hooks launch (DDP's buckets)."""
     return spans(events, AUTOGRAD_OP)
+
+
+def gradient_comm_spans(events: pl.DataFrame) -> pl.DataFrame:
+    """Where backward communication is launched: autograd's functions and FSDP's backward
+    hooks and callbacks (FSDP's post-backward work is backward work)."""
+    return spans(events, f"{AUTOGRAD_OP}|{FSDP_BACKWARD_HOOK}")

@@ -20,7 +20,15 @@ from traceview.model.notes import timeline_notes
 from traceview.model.schema import INTERVALS_SCHEMA
 from traceview.model.steps import step_spans
 from traceview.parse import Trace
-from traceview.parse.names import AUTOGRAD_OP, COMM_CALL, FSDP_SPAN, PROFILER_STEP, named
+from traceview.parse.names import (
+    AUTOGRAD_OP,
+    COMM_CALL,
+    FSDP_BACKWARD_HOOK,
+    FSDP_SPAN,
+    PROFILER_STEP,
+    WRAPPER_SPANS,
+    named,
+)
 
 Mode = Literal["gpu", "cpu"]
 
@@ -36,6 +44,8 @@ class Timeline:
     notes: tuple[Note, ...]
     # False for GPU work profiled without GPU activity: its communication cannot be seen.
     comm_measured: bool = True
+    # The data-parallel wrappers whose record functions the trace holds (WRAPPER_SPANS' keys).
+    wrappers: tuple[str, ...] = ()
 
 
 def model_rows(trace: Trace) -> Trace:
@@ -48,7 +58,9 @@ def model_rows(trace: Trace) -> Trace:
     if not has_gpu_activity(trace):
         return trace
     device = pl.col("cat").is_in(DEVICE_CATS)
-    context = named(events, "|".join((PROFILER_STEP, AUTOGRAD_OP, FSDP_SPAN, COMM_CALL)))
+    spans = (PROFILER_STEP, AUTOGRAD_OP, FSDP_BACKWARD_HOOK, FSDP_SPAN, COMM_CALL)
+    spans_read = (*spans, *WRAPPER_SPANS.values())
+    context = named(events, "|".join(spans_read))
     launches = launches_of(events.filter(device))
     return replace(trace, events=events.filter(device | launches | context))
 
@@ -72,4 +84,13 @@ def build_timeline(trace: Trace, comm_pattern: str | None = None) -> Timeline:
         step_spans=spans,
         notes=tuple(timeline_notes(trace, mode, spans, intervals, comm_measured)),
         comm_measured=comm_measured,
+        wrappers=wrappers_of(trace.events),
     )
+
+
+def wrappers_of(events: pl.DataFrame) -> tuple[str, ...]:
+    """Which data-parallel wrappers wrote their record functions into the trace."""
+    found = events.select(
+        **{name: named(events, pattern).any() for name, pattern in WRAPPER_SPANS.items()}
+    )
+    return tuple(name for name in WRAPPER_SPANS if found[name].item())

@@ -49,6 +49,20 @@ PROFILER_STEP = r"^ProfilerStep#(\d+)$"
 AUTOGRAD_OP = r"^autograd::engine::evaluate_function: "
 # FSDP2's record functions: "FSDP::all_gather (blocks.0)", "FSDP::post_backward_reduce", ...
 FSDP_SPAN = r"^FSDP::"
+# Communication of the backward pass that FSDP launches from its backward hooks and callbacks,
+# outside autograd's functions (FSDP2 launches the root's gradient reduce-scatter from
+# "FSDP::root_post_backward_callback"; FSDP1 names its hooks "FullyShardedDataParallel._...").
+FSDP_BACKWARD_HOOK = (
+    r"^FSDP::(?:pre_backward|post_backward|root_post_backward|backward_prefetch)"
+    r"|^FullyShardedDataParallel\._(?:pre|post)_backward"
+)
+# The record functions the data-parallel wrappers write, which tell which one a trace ran.
+WRAPPER_SPANS = {
+    "ddp": r"^DistributedDataParallel\.forward$",
+    "zero_redundancy_optimizer": r"#ZeroRedundancyOptimizer\.step$",
+    "fsdp2": FSDP_SPAN,
+    "fsdp1": r"^FullyShardedDataParallel\.",
+}
 GLOO_THREAD = "pt_gloo_runloop"
 
 _PREFIXES = re.compile(

@@ -123,6 +123,8 @@ COMPARE_COLUMNS = [
     "model_state_layout_bytes",
     "caveats",
     "job",
+    "strategy_source",
+    "strategy_evidence",
 ]
 
 

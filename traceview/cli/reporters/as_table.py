@@ -163,8 +163,11 @@ _CALL_SHOWN = [
 def collectives(runs: Runs, steps: StepSelection | None) -> str:
     lines = []
     for job in runs.jobs:
-        strategy = f" · {job.strategy}" if job.strategy else ""
+        of = job.strategy_of
+        strategy = f" · {of.said}" if of.name else ""
         lines.append(f"{job.name}{strategy} · {len(job.ranks)} trace(s)")
+        if of.source == "inferred" and of.evidence:
+            lines.append(f"  strategy inferred from the traces: {of.evidence}")
         table = call_rows(job, steps)
         lines += _call_lines(table) if table.height else ["  no collective calls"]
         chosen = job.calls if steps is None else job.calls.filter(steps.expr("step"))
@@ -330,7 +333,7 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
         )
         cells.append(
             [
-                r.strategy,
+                r.strategy + ("*" if r.strategy_source == "inferred" else ""),
                 _fmt(r.dp, "d"),
                 spread,
                 _fmt(r.samples_per_s, ",.1f"),
@@ -346,5 +349,10 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
         )
     lines = aligned(cells, indent="", left_last=True)
     said = [f"! {Path(r.job).name}: {c}" for r in rows for c in r.caveats]
+    said += [
+        f"* {Path(r.job).name}: inferred from the traces: {r.strategy_evidence}"
+        for r in rows
+        if r.strategy_source == "inferred" and r.strategy_evidence
+    ]
     found = findings_lines(runs.findings(memory_budget_bytes))
     return "\n".join([*lines, "", *said, *([""] if said else []), _COMPARE_NOTE, *found]) + "\n"

@@ -93,6 +93,8 @@ def job_head(job: Job) -> dict[str, Any]:
         "folder": None if job.folder is None else str(job.folder),
         "traces": [str(r.trace) for r in job.ranks],
         "strategy": job.strategy,
+        "strategy_source": job.strategy_of.source,
+        "strategy_evidence": job.strategy_of.evidence or None,
     }
 
 
