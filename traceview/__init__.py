@@ -20,6 +20,7 @@ from traceview.analysis import (
     StepBreakdown,
 )
 from traceview.analysis.cross_rank import CrossRank, RankAlignment, StepSkew
+from traceview.analysis.findings import NO_FINDINGS
 from traceview.analysis.fits import AlphaBetaFit
 from traceview.analysis.job import BANDWIDTH_ON_DURATION, LOWER_BOUND
 from traceview.analysis.prediction import Prediction
@@ -52,6 +53,7 @@ __all__ = [
     "INTERVALS_SCHEMA",
     "JOB_CALLS_SCHEMA",
     "LOWER_BOUND",
+    "NO_FINDINGS",
     "STATE_CATEGORIES",
     "STRATEGIES",
     "AlphaBetaFit",

@@ -11,7 +11,7 @@ import pytest
 import traceview
 from tests import tracebuild as tb
 from tests.cli.run_cli import traceview as cli
-from traceview.analysis.findings import memory_fit
+from traceview.analysis.findings import NO_FINDINGS, memory_fit
 from traceview.parse.run_record import GlobalBatch, RunRecord
 
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -227,6 +227,82 @@ def test_findings_in_the_outputs(tmp_path):
     doc = json.loads(cli("analyze", folder, "--format", "json").out)
     assert [f["rule"] for f in doc["findings"]] == ["backward_tail"]
     quiet = job(tmp_path / "quiet", {0: ddp_step(late_last_bucket=False)})
-    assert "findings:" not in cli("analyze", quiet).out
+    said = cli("analyze", quiet).out
+    assert "\nfindings:" not in said and said.endswith(f"\n\n{NO_FINDINGS}\n")
+    assert json.loads(cli("analyze", quiet, "--format", "json").out)["findings"] == []
     compared = json.loads(cli("compare", tmp_path / "job", "--format", "json").out)
     assert [f["rule"] for f in compared["findings"]] == ["backward_tail"]
+
+
+def idle_step() -> list[tb.Event]:
+    """Step [0,1000) on the host. Forward kernels [50,100) and [150,200) (a 50 µs gap among
+    them); backward (an autograd function on the CPU) launches [300,400) and [420,500) (100 µs
+    between the passes, a 20 µs gap among kernels) and an all-reduce [450,600); the optimizer's
+    kernel runs [700,750) (100 µs after the last collective). Window [50,750) = 700 µs, busy
+    50 + 50 + 100 + 180 + 50 = 430 µs: idle 270 µs = 38.6 %: 70 among kernels (25.9 %), 100
+    between the passes (37.0 %), 100 after the last collective (37.0 %); 50 µs waited from the
+    step's start to its first kernel."""
+    return [
+        tb.step(1, 0, 1000),
+        tb.launch(1, 5),
+        tb.launch(2, 10),
+        tb.cpu_op(BACKWARD, 20, 20),
+        tb.launch(3, 25),
+        tb.launch(4, 30),
+        tb.launch(5, 35),
+        tb.launch(6, 50),
+        tb.kernel("volta_sgemm_128x64_nn", 50, 50, corr=1),
+        tb.kernel("volta_sgemm_128x64_nn", 150, 50, corr=2),
+        tb.kernel("volta_sgemm_64x64_nt", 300, 100, corr=3),
+        tb.kernel("volta_sgemm_64x64_nt", 420, 80, corr=4),
+        nccl(ALLREDUCE, "allreduce", 450, 150, corr=5, seq=1, nbytes=1 << 20),
+        tb.kernel("void multi_tensor_apply_kernel<AdamFunctor>", 700, 50, corr=6),
+    ]
+
+
+def test_a_gpu_idle_for_much_of_each_step_is_told_where_and_why(tmp_path):
+    (found,) = [f for f in traceview.load(job(tmp_path, {0: idle_step()})).findings
+                if f.rule == "gpu_idle"]  # fmt: skip
+    assert found.numbers == {
+        "idle_pct": 38.6,
+        "among_kernels_pct": 25.9,
+        "after_last_collective_pct": 37.0,
+        "between_passes_pct": 37.0,
+        "before_first_kernel_ms_per_step": 0.05,
+    }
+    assert found.what == (
+        "the GPU is idle 39% of its steps' time (1 rank-steps): 37% after the last collective, "
+        "37% between forward and backward, 26% between the kernels of a pass; and it waits "
+        "0.1 ms before each step's first kernel"
+    )
+    assert found.action.startswith("the GPU waits on the host: host work or synchronisation")
+    assert "before each step's first kernel, data loading" in found.action  # 50 of 270 µs
+
+
+def test_no_idle_finding_below_the_threshold_or_on_the_cpu(tmp_path):
+    busy = [e for e in idle_step() if e.get("args", {}).get("correlation") != 6]  # no optimizer
+    busy = [*busy, tb.kernel("volta_sgemm_64x64_nt", 200, 100, corr=7), tb.launch(7, 12)]
+    # Window [50,600): idle = among 50 + 20 = 70 µs of 550 = 12.7 %.
+    assert "gpu_idle" not in rules(job(tmp_path / "busy", {0: busy}))
+    cpu = job(tmp_path / "cpu", {0: tb.cpu_example()})
+    assert "gpu_idle" not in rules(cpu)
+
+
+def test_findings_from_sampled_ranks_say_so():
+    pair = Path(__file__).parents[1] / "fixtures" / "traces" / "nccl_sampled_w128"
+    found = traceview.load(pair).findings
+    assert found and all(f.what.endswith("(from 2 of 128 ranks)") for f in found)
+    assert all((f.numbers["ranks_traced"], f.numbers["world_size"]) == (2, 128) for f in found)
+    (late,) = [f for f in found if f.rule == "straggler"]
+    assert late.action.endswith(
+        "it is the slowest of the 2 traced ranks; ranks not traced may be slower"
+    )
+
+
+def test_a_cpu_straggler_is_not_told_of_gpu_clocks(tmp_path):
+    ranks = {r: collectives_at([350, 350] if r < 3 else [420, 420]) for r in range(4)}
+    gpu = traceview.load(job(tmp_path, ranks)).findings[0]
+    assert "GPU's clocks" in gpu.action
+    sweep = Path(__file__).parents[2] / "sample_traces" / "cpu_sweep" / "ddp-dp2"
+    (cpu,) = [f for f in traceview.load(sweep).findings if f.rule == "straggler"]
+    assert "GPU" not in cpu.action and "CPU cores" in cpu.action

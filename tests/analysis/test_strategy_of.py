@@ -39,7 +39,7 @@ def fsdp_root_step() -> list[tb.Event]:
 
 
 def test_fsdp_root_reduce_scatter_from_its_callback_is_backward(tmp_path):
-    trace = tb.write(tmp_path / "rank0.json", tb.document(fsdp_root_step()))
+    trace = tb.write(tmp_path / "rank0.json", tb.document(fsdp_root_step(), world=1))
     job = traceview.load(trace)
     (call,) = job.calls.to_dicts()
     assert call["backward"] and call["label"] == "root"

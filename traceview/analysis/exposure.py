@@ -17,8 +17,13 @@ class ExposedCall:
 
     @property
     def name(self) -> str:
-        """The label, or the collective and the call's index on its rank."""
-        return self.label or f"{self.collective or 'unknown'} #{self.index}"
+        """The bucket ("bucket 3"); an FSDP module with the collective that served it
+        ("reduce_scatter blocks.2": a module has an all-gather and a reduce-scatter); else the
+        collective and the call's index on its rank."""
+        collective = self.collective or "unknown"
+        if self.label is None:
+            return f"{collective} #{self.index}"
+        return self.label if self.label.startswith("bucket ") else f"{collective} {self.label}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,7 +4,7 @@ rank) stays silent rather than guess."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
@@ -27,6 +27,9 @@ GATHER_EXPOSED_SHARE = 0.5
 # their time in collectives for it.
 STRAGGLER_SHARE = 0.5
 STRAGGLER_WAIT_SHARE = 0.10
+# A GPU idle for more than this share of its steps' windows is waiting on something.
+IDLE_SHARE = 0.30
+NO_FINDINGS = 'no findings: no rule found anything to change (README "Findings")'
 
 GiB = 1 << 30
 
@@ -226,10 +229,7 @@ def straggler(job: JobReport, name: str) -> Finding | None:
             f"collectives; the other ranks spend {100 * wait / busy:.0f}% of their collective "
             f"time waiting for it{said_skew}"
         ),
-        action=(
-            f"look at rank {late.rank}: its host, its data loading, its GPU's clocks and "
-            "temperature; the job runs at its pace"
-        ),
+        action=_look_at(late.rank, job),
         numbers={
             "rank": late.rank,
             "last_arrivals": late.last_arrivals,
@@ -240,14 +240,116 @@ def straggler(job: JobReport, name: str) -> Finding | None:
     )
 
 
+# Where a GPU's idle time sits, and what usually puts it there.
+_IDLE_CAUSES = {
+    "among_kernels": (
+        "between the kernels of a pass",
+        "host-side launch overhead: kernels too short to keep the GPU busy (larger batches, "
+        "CUDA graphs, torch.compile)",
+    ),
+    "after_last_collective": (
+        "after the last collective",
+        "host work or synchronisation once the gradients are reduced (the optimizer step, "
+        "gradient clipping or logging that calls .item(), a barrier)",
+    ),
+    "between_passes": (
+        "between forward and backward",
+        "host work between the passes (the loss, .item(), logging)",
+    ),
+}
+
+
+def gpu_idle(job: JobReport, name: str) -> Finding | None:
+    """A GPU idle for a large part of each step: where the idle time sits, and its usual
+    causes, largest first."""
+    parts = [w for r in job.ranks for w in r.idle_where]
+    if not parts:
+        return None
+    steps = [s.breakdown for r in job.ranks if r.idle_where for s in r.steps]
+    window = sum(b.window_ns for b in steps)
+    idle = sum(b.idle_ns or 0 for b in steps)
+    training = any(b.compute_ns for b in steps)  # steps that only communicate train nothing
+    if not window or not training or idle <= IDLE_SHARE * window:
+        return None
+    where = {
+        part: sum(getattr(w, f"{part}_ns") for w in parts) for part in _IDLE_CAUSES
+    }  # fmt: skip
+    inside = sum(where.values()) or 1
+    order = sorted(where, key=where.__getitem__, reverse=True)
+    said = ", ".join(
+        f"{100 * where[p] / inside:.0f}% {_IDLE_CAUSES[p][0]}"
+        for p in order
+        if where[p] >= 0.005 * inside
+    )
+    before = sum(w.before_first_kernel_ns for w in parts) / len(parts)
+    causes = [_IDLE_CAUSES[p][1] for p in order if where[p] >= 0.1 * inside]
+    if before >= 0.1 * idle / len(parts):
+        causes.append(
+            "before each step's first kernel, data loading or host work at the step's start "
+            "(more DataLoader workers, pin_memory, prefetching)"
+        )
+    return Finding(
+        rule="gpu_idle",
+        job=name,
+        what=(
+            f"the GPU is idle {100 * idle / window:.0f}% of its steps' time ({len(parts)} "
+            f"rank-steps): {said}; and it waits {_ms(before):,.1f} ms before each step's first "
+            "kernel"
+        ),
+        action="the GPU waits on the host: " + "; ".join(causes),
+        numbers={
+            "idle_pct": round(100 * idle / window, 1),
+            **{f"{p}_pct": round(100 * where[p] / inside, 1) for p in _IDLE_CAUSES},
+            "before_first_kernel_ms_per_step": _ms(before),
+        },
+    )
+
+
+def _look_at(rank: int, job: JobReport) -> str:
+    """Where a straggler's time goes: its GPU on GPU jobs, its CPU cores on CPU-only ones."""
+    gpu = any(r.mode == "gpu" for r in job.ranks)
+    device = (
+        "its GPU's clocks and temperature"
+        if gpu
+        else "other processes on its CPU cores and their frequency"
+    )
+    traced, world = _traced(job)
+    pace = (
+        "the job runs at its pace"
+        if traced >= world
+        else f"it is the slowest of the {traced} traced ranks; ranks not traced may be slower"
+    )
+    return f"look at rank {rank}: its host, its data loading, {device}; {pace}"
+
+
+def _traced(job: JobReport) -> tuple[int, int]:
+    """(ranks traced, the job's world size): the world is the largest any trace says."""
+    traced = len({r.rank for r in job.ranks if r.rank is not None}) or len(job.ranks)
+    world = max((r.world_size for r in job.ranks if r.world_size), default=traced)
+    return traced, max(world, traced)
+
+
 def job_findings(job: JobReport, name: str, strategy: str | None) -> list[Finding]:
+    """Every rule's finding; from a job with fewer traces than ranks, each says so."""
     found = [
         backward_tail(job, name, strategy),
         small_buckets(job, name, strategy),
         unhidden_gathers(job, name, strategy),
         straggler(job, name),
+        gpu_idle(job, name),
     ]
-    return [f for f in found if f is not None]
+    traced, world = _traced(job)
+    return [
+        f
+        if traced >= world
+        else replace(
+            f,
+            what=f"{f.what} (from {traced} of {world} ranks)",
+            numbers={**f.numbers, "ranks_traced": traced, "world_size": world},
+        )
+        for f in found
+        if f is not None
+    ]
 
 
 def noisy_steps(row: ScalingRow) -> Finding | None:

@@ -11,6 +11,7 @@ from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.buckets import BackwardTail, backward_tails
 from traceview.analysis.call_totals import CollectiveSummary, collective_summaries
 from traceview.analysis.calls import collective_calls
+from traceview.analysis.idle import IdleWhere, idle_where
 from traceview.analysis.truncation import partial_steps
 from traceview.analysis.windows import (
     BeforeFirstStep,
@@ -50,6 +51,7 @@ class RankReport:
     # The data-parallel wrappers whose record functions the trace holds (parse/names.py
     # WRAPPER_SPANS): "ddp", "zero_redundancy_optimizer", "fsdp2", "fsdp1".
     wrappers: tuple[str, ...] = ()
+    idle_where: tuple[IdleWhere, ...] = ()  # GPU steps: where their idle time sits
 
     @property
     def recorded_strategy(self) -> str | None:
@@ -103,6 +105,7 @@ def rank_report(trace: Trace, timeline: Timeline, *, keep_intervals: bool = Fals
         backward_tails=tuple(backward_tails(timeline, calls)),
         intervals=timeline.intervals if keep_intervals else None,
         wrappers=timeline.wrappers,
+        idle_where=tuple(idle_where(timeline)),
     )
 
 

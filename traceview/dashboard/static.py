@@ -16,7 +16,7 @@ import altair as alt
 import polars as pl
 from altair.utils._importers import vl_version_for_vl_convert
 
-from traceview import COMM_PER_STEP, Job, Runs, ScalingRow, __version__
+from traceview import COMM_PER_STEP, NO_FINDINGS, Job, Runs, ScalingRow, __version__
 from traceview.dashboard import charts
 from traceview.dashboard.frames import (
     calls_frame,
@@ -144,6 +144,11 @@ def _most_exposed(job: Job) -> str:
     if calls.height == 0 or calls["exposed_ns"].sum() == 0:
         return "<p>No collective left exposed.</p>"
     total = calls["exposed_ns"].sum()
+    # An FSDP module has an all-gather and a reduce-scatter: each is its own row, named.
+    named = pl.col("label").str.starts_with("bucket ") | (pl.col("label") == pl.col("collective"))
+    calls = calls.with_columns(
+        label=pl.when(named).then("label").otherwise(pl.format("{} {}", "collective", "label"))
+    )
     top = (
         calls.group_by("label")
         .agg(
@@ -264,7 +269,7 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
             f"{_e(f.what)}<br>→ {_e(f.action)}</div>" for f in found
         ))  # fmt: skip
     else:
-        doc.add("<p>None: no rule found anything to change (README “Findings”).</p>")
+        doc.add(f"<p>{_e(NO_FINDINGS)}.</p>")
     if caveats:
         doc.add('<h2 id="caveats">Caveats</h2><ul class="flag">')
         doc.add("".join(f"<li>{_e(line)}</li>" for line in caveats) + "</ul>")

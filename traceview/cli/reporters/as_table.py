@@ -11,7 +11,7 @@ import polars as pl
 from traceview.analysis import Breakdown, RankReport
 from traceview.analysis.breakdown import METRICS
 from traceview.analysis.exposure import exposure_by_step
-from traceview.analysis.findings import Finding
+from traceview.analysis.findings import NO_FINDINGS, Finding
 from traceview.analysis.job import BANDWIDTH_ON_DURATION, LOWER_BOUND
 from traceview.analysis.scaling import COMM_PER_STEP
 from traceview.analysis.spread import rank_spread
@@ -105,9 +105,9 @@ def _spread_table(job: Job, steps: StepSelection | None, per_rank: bool) -> str:
 
 
 def findings_lines(found: Sequence[Finding]) -> list[str]:
-    """Each finding: what the numbers show, then what to do."""
+    """Each finding: what the numbers show, then what to do; or that there is none."""
     if not found:
-        return []
+        return ["", NO_FINDINGS]
     lines = ["", "findings:"]
     for f in found:
         lines += [f"  - {Path(f.job).name}: {f.what}", f"    → {f.action}"]

@@ -3,7 +3,7 @@ from functools import partial
 import polars as pl
 import streamlit as st
 
-from traceview import Runs
+from traceview import NO_FINDINGS, Runs
 from traceview.dashboard import charts, data
 from traceview.dashboard.frames import (
     SCALING_COLUMNS,
@@ -34,6 +34,8 @@ if runs is not None and runs.height:
                     for f in found
                 )
             )
+    elif found is not None:
+        st.info(NO_FINDINGS)
     measured = scaling.filter(pl.col("efficiency").is_not_null()) if scaling.height else scaling
     if measured.height == 0:
         st.info(
