@@ -51,8 +51,9 @@ def test_json_schema(gpu_trace, capsys):
     assert set(rank["total"]) == TOTAL_KEYS
     assert rank["total"]["compute_us"] == 140.0 and rank["total"]["idle_us"] == 5.0
     before, s1, s2 = rank["steps"]
-    assert set(before) == TOTAL_KEYS | {"step", "before_first_step", "kernels"}
+    assert set(before) == TOTAL_KEYS | {"step", "before_first_step", "kernels", "memcpy", "memset"}
     assert (before["step"], before["before_first_step"], before["kernels"]) == (None, True, 1)
+    assert (before["memcpy"], before["memset"]) == (0, 0)
     assert before["window_us"] == 35.0 and before["compute_us"] == 35.0
     assert set(s1) == TOTAL_KEYS | {"step", "before_first_step", "partial"}
     assert (s1["step"], s1["before_first_step"]) == (1, False)

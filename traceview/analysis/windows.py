@@ -11,6 +11,7 @@ from traceview.algebra import IntervalSet, union
 from traceview.analysis.breakdown import Breakdown, breakdown
 from traceview.analysis.spans import kind_set
 from traceview.model import Timeline
+from traceview.model.gpu import device_counts, said_counts
 
 # The kinds that span a GPU step's window: memcpy/memset run inside it but do not stretch it.
 WINDOW_KINDS = ("compute", "comm")
@@ -30,6 +31,13 @@ class BeforeFirstStep:
 
     kernels: int
     breakdown: Breakdown
+    memcpy: int = 0
+    memset: int = 0
+
+    @property
+    def said(self) -> str:
+        """ "12 kernels, 2 memcpy": what was launched before the window."""
+        return said_counts(self.kernels, self.memcpy, self.memset)
 
 
 def _comm(rows: pl.DataFrame, timeline: Timeline) -> IntervalSet | None:
@@ -116,4 +124,7 @@ def before_first_step(timeline: Timeline) -> BeforeFirstStep | None:
         return None
     rows = work.filter(pl.col("launch_ns").is_null())
     own = _own_window(rows, timeline)
-    return None if own is None else BeforeFirstStep(kernels=rows.height, breakdown=own)
+    if own is None:
+        return None
+    kernels, memcpy, memset = device_counts(rows)
+    return BeforeFirstStep(kernels=kernels, memcpy=memcpy, memset=memset, breakdown=own)

@@ -40,6 +40,19 @@ def launches_of(device: pl.DataFrame) -> pl.Expr:
     return (pl.col("cat") == "runtime") & pl.col("correlation").is_in(launched.implode())
 
 
+def device_counts(rows: pl.DataFrame) -> tuple[int, int, int]:
+    """(kernels, memcpy, memset) among intervals of device work."""
+    memory = rows.filter(pl.col("kind") == "memory")["name"].cast(pl.String)
+    memset = int(memory.str.contains("(?i)memset").sum())
+    return rows.height - memory.len(), memory.len() - memset, memset
+
+
+def said_counts(kernels: int, memcpy: int, memset: int) -> str:
+    """ "12 kernels, 2 memcpy": each kind of device work counted, those there are."""
+    counts = ((kernels, "kernels"), (memcpy, "memcpy"), (memset, "memset"))
+    return ", ".join(f"{n:,} {what}" for n, what in counts if n)
+
+
 def launches_recorded(device: pl.DataFrame) -> bool:
     """Whether any device work in the trace is linked to the runtime call that launched it."""
     return device["launch_ns"].null_count() < device.height

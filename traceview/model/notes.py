@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import polars as pl
 
 from traceview.errors import Note
+from traceview.model.gpu import device_counts, said_counts
 from traceview.parse import Trace
 from traceview.parse.names import MAYBE_COMM_KERNEL, named
 
@@ -36,9 +37,9 @@ def timeline_notes(
         before = work.filter(pl.col("launch_ns").is_null())
         if before.height:
             yield Note(
-                message=f"{before.height:,} kernels were launched before the profiling window "
-                "(their launch is not in the trace): reported as 'before the first step', "
-                "counted in the totals, in no step"
+                message=f"{said_counts(*device_counts(before))} were launched before the "
+                "profiling window (their launch is not in the trace): reported as 'before the "
+                "first step', counted in the totals, in no step"
             )
         work = work.filter(pl.col("launch_ns").is_not_null())
     outside = work.filter(pl.col("step").is_null()).height

@@ -62,7 +62,13 @@ def _rank(r: RankReport, steps: StepSelection | None) -> dict[str, Any]:
     before = r.before_first_step
     first = []
     if before is not None and steps is None:
-        head = {"step": None, "before_first_step": True, "kernels": before.kernels}
+        head = {
+            "step": None,
+            "before_first_step": True,
+            "kernels": before.kernels,
+            "memcpy": before.memcpy,
+            "memset": before.memset,
+        }
         first.append(head | breakdown(before.breakdown))
     return {
         "trace": str(r.trace),
