@@ -279,3 +279,38 @@ def test_every_dtype_spelling_has_its_size(tmp_path):
         size = t.element_size()
         assert messages.dtype_bytes(spelling) == size, (name, spelling)
         assert messages.dtype_bytes(scalar_type) == size, (name, scalar_type)
+
+
+def test_symmetric_memory_collectives_are_communication_typed_and_sized_by_their_op(tmp_path):
+    # symm_mem::multimem_all_reduce_ of 1 Mi bf16 elements (2 MiB) on an 8-rank group launches
+    # its own kernel, not named nccl*: communication all the same, an all-reduce of 2 MiB.
+    # symm_mem::fused_all_gather_matmul's matmul kernel stays compute.
+    reduce_args = {"Input Dims": [[1048576], [], []], "Input type": ["c10::BFloat16", "", ""]}
+    gather_args = {
+        "Input Dims": [[512, 64], [], [4096, 64]],
+        "Input type": ["c10::BFloat16", "", "c10::BFloat16"],
+    }
+    events = [
+        tb.step(1, 0, 1000),
+        tb.cpu_op("symm_mem::multimem_all_reduce_", 10, 20, **reduce_args),
+        tb.launch(1, 15),
+        tb.kernel("void c10d::symmetric_memory::multimem_all_reduce_kernel<bf16, 8>", 40, 60, 1),
+        tb.cpu_op("symm_mem::multimem_all_gather_out", 110, 20, **gather_args),
+        tb.launch(2, 115),
+        tb.kernel("void c10d::symmetric_memory::multimem_all_gather_kernel<8>", 140, 30, 2),
+        tb.cpu_op("symm_mem::fused_all_gather_matmul", 200, 50),
+        tb.launch(3, 210),
+        tb.kernel("sm90_xmma_gemm_bf16bf16_bf16f32", 260, 100, 3),
+    ]
+    pgs = {"pg_config": [{"pg_name": "0", "pg_size": 8, "pg_desc": "default_pg"}], "pg_count": 1}
+    doc = tb.document(events, rank=0, world=8)
+    doc["distributedInfo"] |= pgs
+    report = analyze_trace(tb.write(tmp_path / "t.json", doc))
+    calls = report.calls.sort("start_ns")
+    assert calls["collective"].to_list() == ["all_reduce", "all_gather"]
+    assert calls["bytes"].to_list() == [2 * 1048576, 2 * 4096 * 64]  # the gather's output
+    assert calls["elements"].to_list() == [1048576, 4096 * 64]
+    assert calls["group_size"].to_list() == [8, 8]
+    assert report.total is not None
+    # Compute: the matmul alone [260,360); communication [40,100) and [140,170).
+    assert (report.total.compute_ns, report.total.comm_ns) == (100_000, 90_000)

@@ -14,6 +14,7 @@ from traceview.model.scopes import (
     fsdp_spans,
     gradient_comm_spans,
     innermost,
+    own_collective_spans,
 )
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
@@ -79,7 +80,11 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         device=pl.coalesce("device", "pid"),
         stream=pl.coalesce("stream", "tid"),
     )
-    is_comm = named(device, COMM_KERNEL)
+    # A kernel is communication by its name (nccl*, rccl*), or by the op that launched it where
+    # that op runs a collective in kernels of its own (symm_mem::multimem_all_reduce_).
+    launch = ("launch_ns", "launch_pid", "launch_tid")
+    device = innermost(device, *launch, own_collective_spans(events), "_collective_op")
+    is_comm = named(device, COMM_KERNEL) | pl.col("_collective_op").is_not_null()
     if comm_pattern:
         is_comm = is_comm | named(device, comm_pattern)
     device = device.with_columns(
@@ -95,7 +100,6 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     when = "launch_ns" if launches_recorded(device) else "ts_ns"
     device = assign_steps(device, when, spans)
     # What launched it: the backward pass? for which FSDP module?
-    launch = ("launch_ns", "launch_pid", "launch_tid")
     device = innermost(device, *launch, autograd_spans(events), "_backward")
     device = innermost(device, *launch, fsdp_spans(events), "_fsdp")
     device = device.with_columns(

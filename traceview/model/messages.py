@@ -140,6 +140,8 @@ def from_shapes(
         return (sizes[1] if len(sizes) > 1 else None), first
     if op in _OUTPUT_ONLY:
         return None, first
+    if op.endswith("_out") and len(sizes) > 1:  # out= variants take their output last
+        return first, next((s for s in reversed(sizes[1:]) if s is not None), None)
     return first, None
 
 

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.parse.names import AUTOGRAD_OP, FSDP_BACKWARD_HOOK, FSDP_SPAN, named
+import re
+
+from traceview.parse.names import (
+    AUTOGRAD_OP,
+    FSDP_BACKWARD_HOOK,
+    FSDP_SPAN,
+    SYMM_MEM_PREFIX,
+    named,
+    runs_own_collective,
+)
 
 SCOPE_SCHEMA = {
     "pid": pl.Int64,
@@ -75,6 +84,15 @@ def fsdp_module(span_name: pl.Expr) -> pl.Expr:
             pl.when(module.is_null() | (module == "")).then(pl.lit("root")).otherwise(module)
         )
     )
+
+
+def own_collective_spans(events: pl.DataFrame) -> pl.DataFrame:
+    """The CPU ops whose kernels are all communication (parse/names.py runs_own_collective)."""
+    ops = events.filter(named(events, f"^{re.escape(SYMM_MEM_PREFIX)}"))["name"].unique()
+    chosen = [str(op) for op in ops if runs_own_collective(str(op))]
+    if not chosen:
+        return pl.DataFrame(schema=SCOPE_SCHEMA)
+    return spans(events, "^(?:" + "|".join(re.escape(op) for op in chosen) + ")$")
 
 
 def fsdp_spans(events: pl.DataFrame) -> pl.DataFrame:

@@ -15,8 +15,16 @@ import polars as pl
 # The GPU collectives libraries, as their kernels and CPU spans begin.
 LIBRARIES = ("nccl", "rccl")
 # CPU ops that launch a collective (nested ones describe the same call): c10d::allreduce_,
-# _c10d_functional::all_gather_into_tensor, nccl:all_reduce, record_param_comms.
-CALL_PREFIXES = ("c10d::", "_c10d_functional::", *(f"{lib}:" for lib in LIBRARIES))
+# _c10d_functional::all_gather_into_tensor, nccl:all_reduce, record_param_comms, and the
+# symmetric-memory ops that run a collective in kernels of their own
+# (symm_mem::multimem_all_reduce_, one_shot_all_reduce, all_to_all_vdev over NVSHMEM, ...).
+SYMM_MEM_PREFIX = "symm_mem::"
+CALL_PREFIXES = (
+    "c10d::",
+    "_c10d_functional::",
+    SYMM_MEM_PREFIX,
+    *(f"{lib}:" for lib in LIBRARIES),
+)
 CALL_NAMES = ("record_param_comms",)
 GLOO_PREFIX = "gloo:"
 
@@ -95,6 +103,20 @@ def collective_of(name: str | None) -> str | None:
         if fragment in folded:
             return collective
     return None
+
+
+# symm_mem ops fused with compute (fused_all_gather_matmul, _async_input_mm): their kernels
+# are not all communication.
+_FUSED_WITH_COMPUTE = re.compile(r"matmul|(?:^|_)mm(?:_|$)")
+
+
+def runs_own_collective(op: str) -> bool:
+    """A symmetric-memory op whose kernels are the collective it names: every kernel it
+    launches is communication, whatever the kernel is called (multimem_all_reduce_kernel)."""
+    if not op.startswith(SYMM_MEM_PREFIX):
+        return False
+    bare = op.removeprefix(SYMM_MEM_PREFIX)
+    return collective_of(op) is not None and not _FUSED_WITH_COMPUTE.search(bare)
 
 
 def named(frame: pl.DataFrame, pattern: str, column: str = "name") -> pl.Expr:
