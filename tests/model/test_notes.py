@@ -69,3 +69,25 @@ def test_the_caveat_is_in_every_format(tmp_path, fmt):
         assert all(r["caveats"].startswith("world size 64 but no communication") for r in rows)
     else:
         assert "caveat: world size 64 but no communication was found" in result.out
+
+
+def test_device_work_of_an_unmodelled_accelerator_is_said_in_every_format(tmp_path):
+    # An MTIA-style trace: CPU ops, and on-device events in mtia_ccp_events (3 of them, 2 named
+    # like an HCCL collective): analysed as CPU-only, but never in silence.
+    events = [tb.step(1, 0, 1000), tb.cpu_op("aten::mm", 10, 100)]
+    for i, name in enumerate(["hccl_allreduce_ring", "hccl_allreduce_ring", "fc_fwd"]):
+        events.append({**tb.kernel(name, 100 + 50 * i, 20, i + 1), "cat": "mtia_ccp_events"})
+    path = tb.write(tmp_path / "mtia.json", tb.document(events, world=1))
+    said = (
+        "3 device events of an accelerator traceview does not model (not CUDA or ROCm kernels: "
+        "e.g. MTIA's on-device events) were left out; 2 of them are named like collectives "
+        "(hccl_allreduce_ring ×2): no figure here includes that device's compute or communication"
+    )
+    report = analyze_trace(path)
+    assert report.mode == "cpu"
+    assert [n.severity for n in report.notes if n.message == said] == ["caveat"]
+    assert f"caveat: {said}" in traceview("analyze", path).out
+    doc = json.loads(traceview("analyze", path, "--format", "json").out)
+    assert said in [n["message"] for n in doc["ranks"][0]["notes"]]
+    rows = list(csv.DictReader(io.StringIO(traceview("analyze", path, "--format", "csv").out)))
+    assert all(said in row["caveats"] for row in rows)

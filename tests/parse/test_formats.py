@@ -254,3 +254,28 @@ def test_every_phase_is_accepted_and_only_complete_events_are_kept(tmp_path):
     (lossy,) = [n for n in trace.notes if n.lossy]
     assert lossy.message == "1 events could not be read and were skipped"  # the one without "ph"
     assert not any("unexpected types" in n.message for n in trace.notes)
+
+
+def test_a_legacy_autograd_profiler_export_is_refused(tmp_path):
+    # torch.autograd.profiler's export_chrome_trace: a bare list of events with no "cat".
+    legacy = [
+        {"name": "aten::mm", "ph": "X", "ts": 10, "dur": 5, "tid": 1, "pid": "CPU functions"},
+        {"name": "aten::add", "ph": "X", "ts": 20, "dur": 5, "tid": 1, "pid": "CPU functions"},
+    ]
+    path = tmp_path / "legacy.json"
+    path.write_text(json.dumps(legacy))
+    from traceview.errors import NotATraceError
+
+    with pytest.raises(NotATraceError, match="none of its 2 events has a category the profiler"):
+        read_trace(path)
+
+
+def test_accelerator_device_events_are_kept_to_be_named(tmp_path):
+    events = [
+        tb.step(1, 0, 100),
+        {**tb.kernel("hccl_allreduce", 10, 5, 1), "cat": "mtia_ccp_events"},
+        {**tb.kernel("fc", 20, 5, 2), "cat": "npu_kernel"},  # any other category of kernels
+        {**tb.kernel("py", 20, 5, 3), "cat": "python_function"},
+    ]
+    trace = read_trace(tb.write(tmp_path / "t.json", tb.document(events)))
+    assert trace.events["cat"].to_list() == ["user_annotation", "accelerator", "accelerator"]

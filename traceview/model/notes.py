@@ -49,6 +49,8 @@ def timeline_notes(
             message=f"{outside:,} intervals {where} outside every profiler step: "
             "they count in the totals only"
         )
+    if (unread := _accelerator_work(trace)) is not None:
+        yield unread
     if not comm_measured:
         yield Note(
             message="the trace launches GPU work but holds no GPU activity (profiled without "
@@ -82,6 +84,33 @@ def _no_communication(world_size: int | None, mode: str, intervals: pl.DataFrame
             names = ", ".join(f"{_short(n)} ({ms:,.3f} ms)" for n, ms in shown.iter_rows())
             message += f" (longest-running {what}: {names})"
     return Note(message=message, severity="caveat")
+
+
+# Names a collective library's device events carry (NCCL, RCCL, HCCL, ...) or collectives'.
+_COLLECTIVE_LIKE = rf"(?i)ccl|{MAYBE_COMM_KERNEL.removeprefix('(?i)')}"
+
+
+def _accelerator_work(trace: Trace) -> Note | None:
+    """Device work of an accelerator the model does not read (MTIA's on-device events, other
+    categories of kernels): named, with how much of it looks like communication, never left
+    out in silence."""
+    work = trace.events.filter(pl.col("cat") == "accelerator")
+    if work.height == 0:
+        return None
+    names = work.group_by(name=pl.col("name").cast(pl.String)).len().sort("len", descending=True)
+    collectives = names.filter(pl.col("name").str.contains(_COLLECTIVE_LIKE))
+    said = ", ".join(f"{_short(n)} ×{c:,}" for n, c in collectives.head(SUGGESTED_KERNELS).rows())
+    comm = (
+        f"; {int(collectives['len'].sum()):,} of them are named like collectives ({said})"
+        if collectives.height
+        else ""
+    )
+    return Note(
+        message=f"{work.height:,} device events of an accelerator traceview does not model "
+        f"(not CUDA or ROCm kernels: e.g. MTIA's on-device events) were left out{comm}: no "
+        "figure here includes that device's compute or communication",
+        severity="caveat",
+    )
 
 
 def _short(name: str, limit: int = 60) -> str:

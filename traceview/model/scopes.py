@@ -4,9 +4,9 @@ launched there or from one of FSDP's backward hooks)."""
 
 from __future__ import annotations
 
-import polars as pl
-
 import re
+
+import polars as pl
 
 from traceview.parse.names import (
     AUTOGRAD_OP,

@@ -62,7 +62,8 @@ def model_rows(trace: Trace) -> Trace:
     spans_read = (*spans, *WRAPPER_SPANS.values())
     context = named(events, "|".join(spans_read))
     launches = launches_of(events.filter(device))
-    return replace(trace, events=events.filter(device | launches | context))
+    unread = pl.col("cat") == "accelerator"  # said in a note, not modelled
+    return replace(trace, events=events.filter(device | launches | context | unread))
 
 
 def build_timeline(trace: Trace, comm_pattern: str | None = None) -> Timeline:

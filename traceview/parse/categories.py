@@ -15,6 +15,7 @@ CATEGORY = pl.Enum(
         "user_annotation",
         "gpu_annotation",
         "python",
+        "accelerator",  # device work of an accelerator the model does not read (MTIA, ...)
         "other",
     ]
 )
@@ -33,13 +34,19 @@ _CATEGORY_OF = {
     "gpu_user_annotation": "gpu_annotation",
     "python_function": "python",
     "python": "python",
+    "mtia_ccp_events": "accelerator",  # MTIA's on-device events
 }
+# Any other category naming kernels is device work of an accelerator the model does not read.
+_ACCELERATOR_KERNELS = "kernel"
 
 
 def category(raw: pl.Expr) -> pl.Expr:
     """Kineto's category names, folded onto CATEGORY (evaluated once per distinct name)."""
-    return (
-        raw.cast(pl.String)
-        .str.to_lowercase()
-        .replace_strict(_CATEGORY_OF, default="other", return_dtype=CATEGORY)
+    lower = raw.cast(pl.String).str.to_lowercase()
+    unknown_kernels = ~lower.is_in(list(_CATEGORY_OF)) & lower.str.contains(_ACCELERATOR_KERNELS)
+    return (  # the `then` branch first: it names the result after `raw`
+        pl.when(~unknown_kernels)
+        .then(lower.replace_strict(_CATEGORY_OF, default="other"))
+        .otherwise(pl.lit("accelerator"))
+        .cast(CATEGORY)
     )

@@ -112,7 +112,16 @@ class Unreadable:
 FINISH_ROWS = 1 << 16
 # Categories no analysis reads (Python frames, Kineto's own spans, GPU annotations): dropped
 # as they are read. Their rows keep their numbers, so the others' stay as the args refer to them.
-USED_CATEGORIES = ("kernel", "memcpy", "memset", "runtime", "cpu_op", "user_annotation")
+# Device work of accelerators the model does not read is kept to be counted and named.
+USED_CATEGORIES = (
+    "kernel",
+    "memcpy",
+    "memset",
+    "runtime",
+    "cpu_op",
+    "user_annotation",
+    "accelerator",
+)
 
 
 def finished(frame: pl.DataFrame, first_row: int, unreadable: Unreadable) -> pl.DataFrame:

@@ -113,10 +113,18 @@ def read_trace(
             )
         )
     notes += events.unreadable.notes()
+    table = events.table()
+    readable = events.rows - events.unreadable.missing - events.unreadable.negative
+    if readable and table.height == 0 and not truncated:
+        raise NotATraceError(
+            f"{path}: not a PyTorch profiler trace: none of its {readable:,} events has a "
+            "category the profiler writes (cpu_op, kernel, cuda_runtime, ...); an export of "
+            "the legacy torch.autograd.profiler? Record with torch.profiler.profile"
+        )
     return Trace(
         path=path,
         meta=read_meta(result.metadata, notes),
-        events=events.table(),
+        events=table,
         comm_args=events.comm_args(),
         thread_names={k: tuple(v) for k, v in names.items()},
         notes=tuple(notes),
