@@ -69,7 +69,11 @@ def test_exposed_gradient_communication_in_the_backward_tail(tmp_path):
         "tail_share_pct": 100.0,
         # 300 µs of the GPU step window, which its kernels span: [150,900) = 750 µs.
         "step_time_share_pct": 40.0,
+        # No run record: DDP is inferred from the all-reduces in backward, and said to be.
+        "strategy": "ddp",
+        "strategy_source": "inferred",
     }
+    assert found.what.endswith("(ddp inferred from the traces)")
     assert "bucket_cap_mb" in found.action
 
 

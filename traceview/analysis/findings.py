@@ -329,27 +329,40 @@ def _traced(job: JobReport) -> tuple[int, int]:
     return traced, max(world, traced)
 
 
-def job_findings(job: JobReport, name: str, strategy: str | None) -> list[Finding]:
-    """Every rule's finding; from a job with fewer traces than ranks, each says so."""
+# The rules whose advice depends on the job's strategy.
+_BY_STRATEGY = ("backward_tail", "small_buckets", "unhidden_gathers")
+
+
+def job_findings(job: JobReport, name: str) -> list[Finding]:
+    """Every rule's finding. Each says what it rests on where a reader could not tell: advice
+    that rests on an inferred strategy names it; a job with fewer traces than ranks says so."""
+    of = job.strategy_of
     found = [
-        backward_tail(job, name, strategy),
-        small_buckets(job, name, strategy),
-        unhidden_gathers(job, name, strategy),
+        backward_tail(job, name, of.name),
+        small_buckets(job, name, of.name),
+        unhidden_gathers(job, name, of.name),
         straggler(job, name),
         gpu_idle(job, name),
     ]
     traced, world = _traced(job)
-    return [
-        f
-        if traced >= world
-        else replace(
-            f,
-            what=f"{f.what} (from {traced} of {world} ranks)",
-            numbers={**f.numbers, "ranks_traced": traced, "world_size": world},
-        )
-        for f in found
-        if f is not None
-    ]
+    out = []
+    for f in found:
+        if f is None:
+            continue
+        if of.source == "inferred" and of.name and f.rule in _BY_STRATEGY:
+            f = replace(
+                f,
+                what=f"{f.what} ({of.name} inferred from the traces)",
+                numbers={**f.numbers, "strategy": of.name, "strategy_source": of.source},
+            )
+        if traced < world:
+            f = replace(
+                f,
+                what=f"{f.what} (from {traced} of {world} ranks)",
+                numbers={**f.numbers, "ranks_traced": traced, "world_size": world},
+            )
+        out.append(f)
+    return out
 
 
 def noisy_steps(row: ScalingRow) -> Finding | None:

@@ -91,7 +91,7 @@ class Job:
             report = self.report  # reads run.json
         except TraceviewError:
             report = JobReport(folder=self.folder, ranks=self.ranks, run=None)
-        return tuple(job_findings(report, self.name, report.strategy_of.name))
+        return tuple(job_findings(report, self.name))
 
     @cached_property
     def intervals(self) -> pl.DataFrame:
