@@ -78,7 +78,7 @@ class AlphaBetaFit:
 
     @property
     def _basis(self) -> str:
-        if self.on == "duration" and self.calls:
+        if self.on == "duration" and self.r2 is not None:  # a line was fitted
             return (
                 "; fitted on whole durations, which include waiting for late ranks: α is "
                 "overstated, the bandwidth a lower bound"

@@ -54,11 +54,11 @@ def infer_strategy(ranks: Sequence[RankReport], calls: pl.DataFrame) -> Strategy
         )
     gradient = calls.filter(pl.col("backward") & (pl.col("collective") == "all_reduce")).height
     if "ddp" in wrappers:
+        seen = f", {gradient} gradient all-reduces in backward" if gradient else ""
         return StrategyOf(
             name="ddp",
             source="inferred",
-            evidence=f"DistributedDataParallel's forward in the {of}, {gradient} gradient "
-            "all-reduces in backward",
+            evidence=f"DistributedDataParallel's forward in the {of}{seen}",
         )
     if gradient:
         return StrategyOf(
