@@ -104,6 +104,28 @@ def collective(
     return kernel(name, ts, dur, corr=corr, stream=stream, **recorded)
 
 
+DDP_ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def ddp_steps(marker: str | None) -> list[Event]:
+    """Two steps, each with two backward all-reduces of 1000 then 500 floats (DDP's buckets)."""
+    events: list[Event] = []
+    for n, at in ((1, 0), (2, 1000)):
+        events += [
+            step(n, at, 1000),
+            cpu_op("autograd::engine::evaluate_function: AddmmBackward0", at + 100, 300),
+        ]
+        if marker:
+            events.append(span(marker, at + 10, 50, tid=1))
+        for k, (size, start) in enumerate(((1000, 200), (500, 400))):
+            corr = 10 * n + k
+            events += [
+                launch(corr, at + start - 90),
+                collective(DDP_ALL_REDUCE, at + start, 50, corr, "allreduce", (size, size)),
+            ]
+    return events
+
+
 def thread_name(tid: int, name: str) -> Event:
     return {
         "ph": "M",

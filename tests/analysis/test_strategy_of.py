@@ -88,25 +88,6 @@ def test_fsdp_zero2_or_zero3_from_its_all_gathers(tmp_path, again, inferred):
         assert of.evidence.startswith("FSDP2 all-gathers the parameters in forward only (1 in")
 
 
-def ddp_steps(marker: str | None) -> list[tb.Event]:
-    """Two steps, each with two backward all-reduces of 1000 then 500 floats (DDP's buckets)."""
-    events: list[tb.Event] = []
-    for n, at in ((1, 0), (2, 1000)):
-        events += [
-            tb.step(n, at, 1000),
-            tb.cpu_op("autograd::engine::evaluate_function: AddmmBackward0", at + 100, 300),
-        ]
-        if marker:
-            events.append(tb.span(marker, at + 10, 50, tid=1))
-        for k, (size, start) in enumerate(((1000, 200), (500, 400))):
-            corr = 10 * n + k
-            events += [
-                tb.launch(corr, at + start - 90),
-                tb.collective(ALL_REDUCE, at + start, 50, corr, "allreduce", (size, size)),
-            ]
-    return events
-
-
 @pytest.mark.parametrize(
     ("marker", "inferred", "evidence"),
     [
@@ -116,7 +97,7 @@ def ddp_steps(marker: str | None) -> list[tb.Event]:
     ],
 )
 def test_ddp_and_zero1_from_their_record_functions(tmp_path, marker, inferred, evidence):
-    trace = tb.write(tmp_path / "rank0.json", tb.document(ddp_steps(marker)))
+    trace = tb.write(tmp_path / "rank0.json", tb.document(tb.ddp_steps(marker)))
     job = traceview.load(trace)
     assert (job.strategy, job.strategy_of.source) == (inferred, "inferred")
     assert job.strategy_of.evidence.startswith(evidence)
@@ -125,7 +106,7 @@ def test_ddp_and_zero1_from_their_record_functions(tmp_path, marker, inferred, e
 
 
 def test_no_buckets_where_steps_differ(tmp_path):
-    events = ddp_steps("DistributedDataParallel.forward")
+    events = tb.ddp_steps("DistributedDataParallel.forward")
     events[-1]["args"]["In msg nelems"] = events[-1]["args"]["Out msg nelems"] = 400
     job = traceview.load(tb.write(tmp_path / "rank0.json", tb.document(events)))
     assert job.calls["bucket"].null_count() == 4

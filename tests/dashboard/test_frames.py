@@ -77,3 +77,17 @@ def test_scaling_and_prediction_frames(tmp_path):
     predicted = frames.prediction_frame(runs)
     assert predicted is not None and predicted["dp"].to_list() == [4, 8, 16]
     assert frames.prediction_frame(traceview.load_runs([one])) is None
+
+
+def test_an_inferred_strategy_is_said_with_the_caveats(tmp_path):
+    (tmp_path / "job").mkdir()
+    tb.write(tmp_path / "job" / "rank0.json", tb.document(tb.ddp_steps(None), world=1))
+    runs = traceview.load_runs([tmp_path / "job"])
+    (row,) = runs.scaling()
+    assert (row.strategy_said, row.strategy_source) == ("ddp (inferred)", "inferred")
+    assert frames.caveat_lines(runs, root=str(tmp_path)) == [
+        "job: strategy ddp inferred from the traces: 4 all-reduces launched from the backward "
+        "pass in the 1 rank trace, as DDP's gradient hooks launch them (no other wrapper seen)"
+    ]
+    shown = frames.readable(frames.scaling_frame(runs), frames.SCALING_COLUMNS)
+    assert shown["strategy from"].to_list() == ["inferred"]

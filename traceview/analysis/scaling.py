@@ -78,6 +78,11 @@ class ScalingRow:
     caveats: tuple[str, ...] = ()
 
     @property
+    def strategy_said(self) -> str:
+        """The strategy as outputs show it: "zero3", or "zero3 (inferred)"."""
+        return f"{self.strategy} (inferred)" if self.strategy_source == "inferred" else self.strategy
+
+    @property
     def traffic_text(self) -> str:
         """The traffic beside its theory, as every output says it: "2.00 (1.00; as run 2.00)"."""
         return beside_theory(

@@ -50,6 +50,7 @@ def scaling_frame(runs: Runs) -> pl.DataFrame:
 SCALING_COLUMNS = {
     "job": ("run", None),
     "strategy": ("strategy", None),
+    "strategy_source": ("strategy from", None),
     "dp": ("DP", "{:d}"),
     "step_seconds": ("step s (median)", "{:.3f}"),
     "step_seconds_min": ("step s min", "{:.3f}"),
@@ -92,13 +93,20 @@ def prediction_frame(runs: Runs) -> pl.DataFrame | None:
 
 
 def caveat_lines(runs: Runs, root: str = "") -> list[str]:
-    """Every caveat of the runs, each once: the comparison's, then each run's rank notes with
-    the ranks they hold for. Run names shown relative to `root`."""
+    """Every caveat of the runs, each once: the comparison's, what an inferred strategy rests
+    on, then each run's rank notes with the ranks they hold for. Run names shown relative to
+    `root`."""
 
     def short(name: str) -> str:
         return name.removeprefix(root).lstrip("/") or name if root else name
 
-    lines = [f"{short(r.job)}: {c}" for r in runs.scaling() for c in r.caveats]
+    rows = runs.scaling()
+    lines = [f"{short(r.job)}: {c}" for r in rows for c in r.caveats]
+    lines += [
+        f"{short(r.job)}: strategy {r.strategy} inferred from the traces: {r.strategy_evidence}"
+        for r in rows
+        if r.strategy_source == "inferred" and r.strategy_evidence
+    ]
     for job in runs.jobs:
         ranks: dict[str, list[str]] = {}
         for r in job.ranks:

@@ -117,7 +117,7 @@ def _summary_rows(rows: list[ScalingRow], names: dict[str, str], anchors: dict[s
         out.append(
             [
                 link,
-                _e(r.strategy),
+                _e(r.strategy_said),
                 _num(r.dp, "d"),
                 spread,
                 _num(r.samples_per_s, ",.1f"),
