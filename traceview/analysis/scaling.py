@@ -80,7 +80,8 @@ class ScalingRow:
     @property
     def strategy_said(self) -> str:
         """The strategy as outputs show it: "zero3", or "zero3 (inferred)"."""
-        return f"{self.strategy} (inferred)" if self.strategy_source == "inferred" else self.strategy
+        inferred = self.strategy_source == "inferred"
+        return f"{self.strategy} (inferred)" if inferred else self.strategy
 
     @property
     def traffic_text(self) -> str:
