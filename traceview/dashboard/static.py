@@ -104,6 +104,11 @@ def _scaled(value: float | None, factor: float) -> float | None:
     return None if value is None else value * factor
 
 
+def _narrow(beside_theory: str) -> str:
+    """A figure beside its theory, the 'as run' line under it: the table fits the page."""
+    return _e(beside_theory).replace("; as run", ";<br>as run")
+
+
 def _summary_rows(rows: list[ScalingRow], names: dict[str, str], anchors: dict[str, str]):
     out = []
     for r in rows:
@@ -123,8 +128,8 @@ def _summary_rows(rows: list[ScalingRow], names: dict[str, str], anchors: dict[s
                 _num(r.samples_per_s, ",.1f"),
                 _num(r.efficiency, ".2f"),
                 _num(_scaled(r.exposed_comm_fraction, 100), ".1f"),
-                _e(r.traffic_text),
-                _e(r.comm_volume_text),
+                _narrow(r.traffic_text),
+                _narrow(r.comm_volume_text),
                 f"{_num(_scaled(r.model_state_bytes, 1e-6), ',.1f')} "
                 f"({_num(_scaled(r.model_state_theory_bytes, 1e-6), ',.1f')})",
                 f'<span class="flag">{_e(flags)}</span>' if flags else "",
