@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from traceview.errors import Note
+from traceview.parse.categories import CATEGORY
 from traceview.parse.columns import (
     BATCH_SCHEMA,
     COMM_ARGS_SCHEMA,
@@ -112,16 +113,9 @@ class Unreadable:
 FINISH_ROWS = 1 << 16
 # Categories no analysis reads (Python frames, Kineto's own spans, GPU annotations): dropped
 # as they are read. Their rows keep their numbers, so the others' stay as the args refer to them.
-# Device work of accelerators the model does not read is kept to be counted and named.
-USED_CATEGORIES = (
-    "kernel",
-    "memcpy",
-    "memset",
-    "runtime",
-    "cpu_op",
-    "user_annotation",
-    "accelerator",
-)
+# Device work of accelerators the model does not read is kept, to be counted and named.
+UNUSED_CATEGORIES = ("gpu_annotation", "python", "other")
+USED_CATEGORIES = tuple(c for c in CATEGORY.categories if c not in UNUSED_CATEGORIES)
 
 
 def finished(frame: pl.DataFrame, first_row: int, unreadable: Unreadable) -> pl.DataFrame:
