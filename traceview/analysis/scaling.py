@@ -163,7 +163,10 @@ def exchanged(job: JobReport, psi: int | None, dp: int | None) -> Exchanged:
     steps = sum(len(r.steps) for r in job.ranks if r.rank is not None)
     if not psi or not steps:
         return Exchanged(volume_psi=None, traffic_psi=None)
-    calls = job.calls.filter(pl.col("step").is_not_null())
+    # A barrier carries no payload: it is no part of either figure.
+    calls = job.calls.filter(
+        pl.col("step").is_not_null() & (pl.col("collective").fill_null("") != "barrier")
+    )
     factors = pl.Series(
         [
             0.0 if dp == 1 else traffic_factor(c, n)
