@@ -121,6 +121,18 @@ def test_traffic_counts_elements_times_the_bus_factor(tmp_path):
     assert row.traffic_text == "2.25 (2.25)"
 
 
+def test_a_barrier_is_no_part_of_the_traffic(tmp_path):
+    barrier = "ncclDevKernel_AllReduce_Sum_u8_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    events = [
+        *zero3_step(),
+        tb.launch(9, 95),
+        tb.kernel(barrier, 96, 2, corr=9, stream=20, **{"Collective name": "barrier"}),
+    ]
+    folder = run_folder(tmp_path, "z3", strategy="zero3", dp=4, steps=[1, 1], events=events)
+    row = rows(folder)[("zero3", 4)]
+    assert (row.traffic_psi, row.comm_volume_psi) == pytest.approx((2.25, 3.0))
+
+
 def test_a_call_without_its_element_count_leaves_traffic_unknown_and_says_so(tmp_path):
     events = zero3_step(dtype="SomeNewType")  # the gathers' element size cannot be told
     folder = run_folder(tmp_path, "z3", strategy="zero3", dp=4, steps=[1, 1], events=events)
