@@ -35,6 +35,7 @@ _CATEGORY_OF = {
     "python_function": "python",
     "python": "python",
     "mtia_ccp_events": "accelerator",  # MTIA's on-device events
+    "collective_comm": "accelerator",  # collectives an accelerator's runtime records
 }
 # Any other category naming kernels is device work of an accelerator the model does not read.
 _ACCELERATOR_KERNELS = "kernel"
