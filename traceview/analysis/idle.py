@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from traceview.algebra import EMPTY, clip, difference, union
@@ -26,32 +27,39 @@ class IdleWhere:
 
 
 def idle_where(timeline: Timeline) -> list[IdleWhere]:
-    """Per step of a GPU trace with communication measured; none for CPU-only traces."""
+    """Per step of a GPU trace with communication measured; none for CPU-only traces. Sorted
+    once by step and cut with numpy: a frame per step would cost more than the measuring."""
     if timeline.mode != "gpu" or not timeline.comm_measured or timeline.step_spans.height == 0:
         return []
-    work = timeline.intervals.filter(
-        pl.col("step").is_not_null() & pl.col("kind").is_in(["compute", "comm"])
+    rows = (
+        timeline.intervals.lazy()
+        .filter(pl.col("step").is_not_null() & pl.col("kind").is_in(["compute", "comm"]))
+        .select("step", "ts_ns", "end_ns", comm=pl.col("kind") == "comm", backward="backward")
+        .sort("step", "ts_ns")
+        .collect()
     )
+    if rows.height == 0:
+        return []
+    step, ts, end = (rows[c].to_numpy() for c in ("step", "ts_ns", "end_ns"))
+    comm, backward = rows["comm"].to_numpy(), rows["backward"].fill_null(False).to_numpy()
     starts = dict(timeline.step_spans.select("step", "span_start_ns").iter_rows())
+    edges = np.concatenate(([0], np.flatnonzero(step[1:] != step[:-1]) + 1, [step.size]))
     out, previous_end = [], None
-    for (step,), rows in work.sort("step").group_by("step", maintain_order=True):
-        first, last = int(rows["ts_ns"].min()), int(rows["end_ns"].max())  # type: ignore[arg-type]
+    for a, b in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+        s, e, c, bw = ts[a:b], end[a:b], comm[a:b], backward[a:b]
+        first, last = int(s.min()), int(e.max())
         # The GPU waits from the step's start on the host, or from the end of the previous
         # step's work if that ran on past it.
-        waited = [t for t in (starts.get(step), previous_end) if t is not None]
-        waited_from = max(waited) if waited else first
-        gaps = difference(
-            union([first], [last]), union(rows["ts_ns"].to_numpy(), rows["end_ns"].to_numpy())
-        )
-        between = _between_passes(rows)
-        comm = rows.filter(pl.col("kind") == "comm")
-        after_start = int(comm["end_ns"].max()) if comm.height else last  # type: ignore[arg-type]
+        waited = [t for t in (starts.get(int(step[a])), previous_end) if t is not None]
+        gaps = difference(union([first], [last]), union(s, e))
+        between = _between_passes(s, e, ~c & bw, ~c & ~bw)
         between_gaps = clip(gaps, *between) if between else EMPTY
+        after_start = int(e[c].max()) if c.any() else last
         after_gaps = difference(clip(gaps, after_start, last), between_gaps)
         out.append(
             IdleWhere(
-                step=int(step),  # type: ignore[arg-type]
-                before_first_kernel_ns=max(0, first - waited_from),
+                step=int(step[a]),
+                before_first_kernel_ns=max(0, first - max(waited)) if waited else 0,
                 between_passes_ns=between_gaps.length,
                 after_last_collective_ns=after_gaps.length,
                 among_kernels_ns=gaps.length - between_gaps.length - after_gaps.length,
@@ -61,16 +69,16 @@ def idle_where(timeline: Timeline) -> list[IdleWhere]:
     return out
 
 
-def _between_passes(rows: pl.DataFrame) -> tuple[int, int] | None:
+def _between_passes(
+    ts: np.ndarray, end: np.ndarray, backward: np.ndarray, forward: np.ndarray
+) -> tuple[int, int] | None:
     """[end of the last forward compute kernel, start of the first backward one), where the
-    step has both."""
-    compute = rows.filter(pl.col("kind") == "compute")
-    backward = compute.filter(pl.col("backward"))
-    if backward.height == 0:
+    step has both (`backward`, `forward`: masks of its compute kernels)."""
+    if not backward.any():
         return None
-    begins = int(backward["ts_ns"].min())  # type: ignore[arg-type]
-    forward = compute.filter(~pl.col("backward") & (pl.col("ts_ns") < begins))
-    if forward.height == 0:
+    begins = int(ts[backward].min())
+    before = forward & (ts < begins)
+    if not before.any():
         return None
-    ends = int(forward["end_ns"].max())  # type: ignore[arg-type]
+    ends = int(end[before].max())
     return (ends, begins) if ends < begins else None
