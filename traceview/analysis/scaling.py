@@ -12,6 +12,7 @@ import polars as pl
 from traceview.analysis import theory
 from traceview.analysis.calls import traffic_factor
 from traceview.analysis.job import JobReport
+from traceview.analysis.strategy_of import Source, StrategyOf
 from traceview.parse.run_record import RunRecord
 
 # A run whose step times spread wider than this (max / min) is noise, not a measurement; an
@@ -49,7 +50,7 @@ class StepTimes:
 class ScalingRow:
     job: str
     strategy: str  # "unknown" where neither a record, the traces' metadata nor the traces tell
-    strategy_source: str  # "run record", "trace metadata", "inferred" or "unknown"
+    strategy_source: Source  # "run record", "trace metadata", "inferred" or "unknown"
     strategy_evidence: str | None  # what an inferred strategy rests on
     dp: int | None
     step_seconds: float | None  # median over the measured steps
@@ -80,8 +81,7 @@ class ScalingRow:
     @property
     def strategy_said(self) -> str:
         """The strategy as outputs show it: "zero3", or "zero3 (inferred)"."""
-        inferred = self.strategy_source == "inferred"
-        return f"{self.strategy} (inferred)" if inferred else self.strategy
+        return StrategyOf(name=self.strategy, source=self.strategy_source).said
 
     @property
     def traffic_text(self) -> str:
@@ -167,13 +167,8 @@ def exchanged(job: JobReport, psi: int | None, dp: int | None) -> Exchanged:
     calls = job.calls.filter(
         pl.col("step").is_not_null() & (pl.col("collective").fill_null("") != "barrier")
     )
-    factors = pl.Series(
-        [
-            0.0 if dp == 1 else traffic_factor(c, n)
-            for c, n in zip(calls["collective"], calls["group_size"], strict=True)
-        ],
-        dtype=pl.Float64,
-    )
+    pairs = zip(calls["collective"], calls["group_size"], strict=True)
+    factors = pl.Series([traffic_factor(c, n) for c, n in pairs], dtype=pl.Float64)
     unsized = calls["elements"].null_count()
     volume = None if unsized else float(calls["elements"].sum()) / (steps * psi)
     traffic = (
@@ -181,7 +176,7 @@ def exchanged(job: JobReport, psi: int | None, dp: int | None) -> Exchanged:
         if unsized or factors.null_count()
         else float((calls["elements"] * factors).sum()) / (steps * psi)
     )
-    if dp == 1:
+    if dp == 1:  # one rank puts nothing on the wire, whatever its calls say of their group
         traffic = 0.0
     caveat = None
     if unsized or (traffic is None and calls.height):

@@ -11,7 +11,7 @@ from traceview.algebra import IntervalSet, union
 from traceview.analysis.breakdown import Breakdown, breakdown
 from traceview.analysis.spans import kind_set
 from traceview.model import Timeline
-from traceview.model.gpu import device_counts, said_counts
+from traceview.model.gpu import device_counts
 
 # The kinds that span a GPU step's window: memcpy/memset run inside it but do not stretch it.
 WINDOW_KINDS = ("compute", "comm")
@@ -33,11 +33,6 @@ class BeforeFirstStep:
     breakdown: Breakdown
     memcpy: int = 0
     memset: int = 0
-
-    @property
-    def said(self) -> str:
-        """ "12 kernels, 2 memcpy": what was launched before the window."""
-        return said_counts(self.kernels, self.memcpy, self.memset)
 
 
 def _comm(rows: pl.DataFrame, timeline: Timeline) -> IntervalSet | None:
