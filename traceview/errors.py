@@ -40,6 +40,15 @@ class NotATraceError(TraceviewError):
     """Valid JSON that is not a profiler trace: in a folder, such files are skipped."""
 
 
+class CannotWrite(TraceviewError):
+    """A file or folder could not be written (a full disk, a read-only file system): `reason`
+    is the system's word for it."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"{path}: cannot write ({reason})")
+        self.reason = reason
+
+
 @dataclass(frozen=True, kw_only=True)
 class Note:
     """Something the reader of a result must know. `lossy`: input was dropped; `caveat`: a

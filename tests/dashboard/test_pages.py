@@ -173,6 +173,21 @@ def test_a_link_to_a_file_outside_the_root_is_not_read(monkeypatch, tmp_path):
     assert "No traces under" in at.warning[0].value
 
 
+def test_a_store_partition_linking_out_of_the_root_is_not_read(monkeypatch, tmp_path):
+    import traceview
+
+    root, outside = tmp_path / "root", tmp_path / "elsewhere"
+    traceview.ingest([SWEEP / "cpu_sweep" / "ddp-dp2"], root / "S")
+    outside.mkdir()
+    partition = root / "S" / "job=ddp-dp2" / "rank=1"
+    shutil.move(partition, outside / "rank=1")
+    partition.symlink_to(outside / "rank=1")
+    at = page("overlap", root, monkeypatch, run="S/job=ddp-dp2")
+    said = [w.value for w in at.warning]
+    assert any("1 of 2 ranks in the store: rank 1 missing" in w for w in said), said
+    assert charts(at)
+
+
 def test_one_bad_run_is_a_message_for_that_run_only(monkeypatch, tmp_path):
     shutil.copytree(SWEEP / "cpu_sweep" / "ddp-dp1", tmp_path / "ddp-dp1")
     (tmp_path / "bad").mkdir()

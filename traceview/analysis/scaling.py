@@ -206,6 +206,15 @@ def _memory(run: RunRecord | None, dp: int | None) -> tuple[str | None, float | 
     )
 
 
+def _losses(job: JobReport, shown: int = 2) -> list[str]:
+    """What the run's traces lost (each loss once, the first few): its figures rest on less."""
+    lost = list(dict.fromkeys(n.message for r in job.ranks for n in r.notes if n.lossy))
+    said = [f"input lost: {m}" for m in lost[:shown]]
+    if len(lost) > shown:
+        said.append(f"and {len(lost) - shown} more losses (see each rank's notes)")
+    return said
+
+
 def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
     rows = []
     for job in jobs:
@@ -223,7 +232,7 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
         measured = exchanged(job, run.num_params if run else None, dp)
         paper = theory.comm_theory(strategy, dp)
         as_run = theory.comm_theory(strategy, dp, as_run=True)
-        caveats = [measured.caveat] if measured.caveat else []
+        caveats = [*_losses(job), *([measured.caveat] if measured.caveat else [])]
         if times is not None and times.noisy:
             caveats.append(
                 f"noisy: step times vary {times.spread:.{2 if times.spread < 2 else 1}f}× "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable, Sequence
 
 import polars as pl
 
@@ -171,7 +172,7 @@ def load(args: argparse.Namespace, *, keep_intervals: bool | int = False) -> Run
         say("skipped", f"{path}: not a profiler trace")
     if not runs.jobs:
         for failure in runs.failures[:-1]:
-            _report(failure, args)
+            report_failure(failure, args)
         if not runs.failures:
             raise TraceviewError(f"{', '.join(args.paths)}: no traces")
         last = runs.failures[-1]
@@ -187,24 +188,33 @@ def finish(text: str, args: argparse.Namespace, runs: Runs, *, wrote_output: boo
     stdout), then say what failed and what was lost; the exit code follows."""
     write_output(text, None if wrote_output else args.output)
     for f in runs.failures:
-        _report(f, args)
-    # One line per loss: the same words on many ranks (a job's note) name its traces once.
-    losses: dict[str, list[str]] = {}
-    for r in runs.reports:
-        for n in r.notes:
-            if n.lossy:
-                losses.setdefault(n.message, []).append(str(r.trace))
-    for message, traces in losses.items():
+        report_failure(f, args)
+    say_losses((str(r.trace), n.message) for r in runs.reports for n in r.notes if n.lossy)
+    return exit_code(runs.failures, any(r.lossy for r in runs.reports))
+
+
+def say_losses(losses: Iterable[tuple[str, str]]) -> None:
+    """One line per loss (trace, what it lost): the same words on many ranks (a job's note)
+    name its traces once."""
+    by_message: dict[str, list[str]] = {}
+    for trace, message in losses:
+        by_message.setdefault(message, []).append(trace)
+    for message, traces in by_message.items():
         more = f" and {len(traces) - 1:,} more" if len(traces) > 1 else ""
         say("warning", f"{traces[0]}{more}: {message}")
-    if any(f.internal for f in runs.failures):
+
+
+def exit_code(failures: Sequence[Failure], lossy: bool) -> int:
+    """A bug above all, then bad input; a trace whose worker died (killed, out of memory) is
+    input lost, as a trace cut short is, not bad input."""
+    if any(f.internal for f in failures):
         return EXIT_INTERNAL
-    if runs.failures:
+    if any(not f.crashed for f in failures):
         return EXIT_BAD_INPUT
-    return EXIT_DATA_LOSS if any(r.lossy for r in runs.reports) else EXIT_OK
+    return EXIT_DATA_LOSS if failures or lossy else EXIT_OK
 
 
-def _report(failure: Failure, args: argparse.Namespace) -> None:
+def report_failure(failure: Failure, args: argparse.Namespace) -> None:
     if failure.internal and getattr(args, "debug", False):
         sys.stderr.write(failure.internal)
     say("error", failure.message.replace(A_BUG, A_BUG_DEBUG))

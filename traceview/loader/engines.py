@@ -1,4 +1,4 @@
-"""Where ingestion runs: "local" (a process per core: loader/parallel.py map_in_processes) or
+"""Where ingestion runs: "local" (a process per core: loader/workers.py map_in_processes) or
 "ray" (one Ray task per trace, on a cluster or on this machine). Every worker must see the
 traces and the store at the same paths: a shared file system (README "Trace store")."""
 
@@ -20,10 +20,13 @@ def map_on_ray(
     tasks: Sequence[tuple[object, ...]],
     address: str | None = None,
     on_done: Callable[[int, int, R], None] | None = None,
+    on_crash: Callable[[tuple[object, ...], str], R] | None = None,
 ) -> list[R]:
     """`fn(*task)` as one Ray task each (one CPU each: a worker holds one trace at a time);
     results in task order. Joins the cluster at `address` (or RAY_ADDRESS), else starts Ray
-    on this machine for the call (and stops it after); a session already started is used."""
+    on this machine for the call (and stops it after); a session already started is used.
+    A task whose worker died (killed, out of memory, its node lost) is not tried again: it
+    gets `on_crash(task, why)` (without it, the error is raised) and the others go on."""
     try:
         import ray
     except ImportError:
@@ -39,7 +42,7 @@ def map_on_ray(
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise TraceviewError(f"cannot start or reach Ray ({address or 'local'}): {e}") from None
     try:
-        remote = ray.remote(num_cpus=1)(fn)
+        remote = ray.remote(num_cpus=1, max_retries=0)(fn)
         refs = [remote.remote(*task) for task in tasks]
         index = {ref: i for i, ref in enumerate(refs)}
         results: dict[int, R] = {}
@@ -47,10 +50,21 @@ def map_on_ray(
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
             for ref in ready:
-                results[index[ref]] = ray.get(ref)
+                try:
+                    results[index[ref]] = ray.get(ref)
+                except ray.exceptions.RayError as e:
+                    if on_crash is None:
+                        raise
+                    results[index[ref]] = on_crash(tasks[index[ref]], _why(e))
                 if on_done:
                     on_done(len(results), len(tasks), results[index[ref]])
         return [results[i] for i in range(len(tasks))]
     finally:
         if started:
             ray.shutdown()
+
+
+def _why(error: Exception) -> str:
+    """A Ray failure in a few words (its messages run to many lines)."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"failed in Ray ({type(error).__name__}{': ' + first[:160] if first else ''})"

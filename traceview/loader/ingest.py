@@ -1,6 +1,8 @@
 """Traces into a store: each rank's trace parsed once, by a worker that writes its partition
-aside (memory: one trace per worker); the partitions are moved into place here, one at a time,
-each replacing the old one whole. A trace whose partition is up to date is not parsed again."""
+into this ingest's own folder (memory: one trace per worker); then, under the store's writer
+lock (store/lock.py), the partitions are moved into place, each replacing the old one whole, and
+each job's record says which traces its ingests read. A trace whose partition is up to date and
+whole is not parsed again."""
 
 from __future__ import annotations
 
@@ -10,24 +12,26 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
-from traceview.errors import TraceviewError
+from traceview.errors import CannotWrite, TraceviewError
 from traceview.loader.engines import ENGINES, map_on_ray
-from traceview.loader.parallel import Failure, guarded, map_in_processes
+from traceview.loader.parallel import Failure, crashed, guarded
 from traceview.loader.rank import analyze_trace
 from traceview.loader.sources import RunSource, check_one_job, find_runs
+from traceview.loader.workers import map_in_processes
 from traceview.parse.run_record import RUN_RECORD, incomplete_run
 from traceview.parse.source import is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
-from traceview.store import layout
+from traceview.store import layout, lock
 from traceview.store.partition import (
     Source,
     check_current,
+    check_whole,
     read_stored,
     source_of,
     write_partition,
 )
+
+WaitFn = Callable[[str], None]  # told who holds the store, once, when a writer starts waiting
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,7 @@ class Written:
     backend: str | None
     epoch_span_ns: tuple[int, int] | None
     recorded_strategy: str | None
+    losses: tuple[str, ...]  # what the trace lost (its lossy notes), said as analyze says it
 
 
 IngestOutcome = Written | Failure
@@ -61,6 +66,7 @@ def ingest_trace(
         return Written(
             report.trace, folder, report.rank, report.world_size, report.backend,
             report.epoch_span_ns, report.recorded_strategy,
+            tuple(n.message for n in report.notes if n.lossy),
         )  # fmt: skip
 
     return guarded(path, work)
@@ -74,6 +80,7 @@ class Ingested:
     unchanged: tuple[Path, ...]  # traces whose partitions were up to date
     failures: tuple[Failure, ...]
     skipped: tuple[Path, ...]  # JSON files in run folders that are no traces
+    losses: tuple[tuple[Path, str], ...] = ()  # (trace, what it lost), for written partitions
 
 
 def ingest(
@@ -87,11 +94,13 @@ def ingest(
     comm_pattern: str | None = None,
     max_event_bytes: int = MAX_EVENT_BYTES,
     on_done: DoneFn | None = None,
+    on_wait: WaitFn | None = None,
 ) -> Ingested:
     """Every run the paths name, into the store at `store` (made if need be), one job per run
     (named as RunSource.job, or `job` for a single run). `engine`: "local" (a process per core,
     or `jobs`) or "ray" (tasks on the Ray cluster at `address`; one is started on this machine
-    when there is none)."""
+    when there is none). Other writers may run at once: each parses on its own and they move
+    their partitions into place one at a time."""
     if engine not in ENGINES:
         raise TraceviewError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
     root = layout.open_store(Path(store), create=True)
@@ -105,31 +114,50 @@ def ingest(
             f"two runs would be job {twice[0]!r} in the store: ingest them one at a time with "
             "--job NAME"
         )
-    tasks, unchanged, owners = [], [], {}
-    for source, name in zip(sources, names, strict=True):
-        incoming = layout.job_dir(root, name) / layout.INCOMING / uuid.uuid4().hex
-        known = _stored_sources(root, name)
-        for i, path in enumerate(source.files):
-            if _unchanged(path, known, comm_pattern):
-                unchanged.append(path)
-                continue
-            tasks.append((path, incoming / str(i), comm_pattern, max_event_bytes))
-            owners[path] = name
-    if engine == "ray":
-        outcomes = map_on_ray(ingest_trace, tasks, address, on_done)
-    else:
-        outcomes = map_in_processes(ingest_trace, tasks, jobs, on_done)
-    failures = [o for o in outcomes if isinstance(o, Failure) and not o.not_a_trace]
-    skipped = [o.path for o in outcomes if isinstance(o, Failure) and o.not_a_trace]
-    written: list[Path] = []
-    for source, name in zip(sources, names, strict=True):
-        mine = [o for o in outcomes if isinstance(o, Written) and owners.get(o.trace) == name]
-        try:
-            written += _commit(root, name, source, mine)
-        except TraceviewError as e:
-            failures.append(Failure(source.folder or source.files[0], e.message))
-        finally:
-            shutil.rmtree(layout.job_dir(root, name) / layout.INCOMING, ignore_errors=True)
+    with lock.own_folder(root) as incoming:
+        tasks, unchanged, owners = [], {}, {}
+        for source, name in zip(sources, names, strict=True):
+            known = _stored_sources(root, name)
+            for i, path in enumerate(source.files):
+                found = _unchanged(path, known, comm_pattern)
+                if found is not None:
+                    unchanged[path] = found.rank
+                    continue
+                tasks.append((path, incoming / name / str(i), comm_pattern, max_event_bytes))
+                owners[path] = name
+        if engine == "ray":
+            outcomes = map_on_ray(ingest_trace, tasks, address, on_done, on_crash=crashed)
+        else:
+            outcomes = map_in_processes(ingest_trace, tasks, jobs, on_done, on_crash=crashed)
+        unwritable = [o.cannot_write for o in outcomes if isinstance(o, Failure) and o.cannot_write]
+        if unwritable:  # a full disk, say: nothing goes into place
+            raise TraceviewError(
+                f"{root}: cannot write ({unwritable[0]}); nothing in the store was changed"
+            )
+        by_trace = {task[0]: o for task, o in zip(tasks, outcomes, strict=True)}
+        failures: list[Failure] = []
+        skipped: list[Path] = []
+        written: list[Path] = []
+        with lock.writer(root, on_wait=on_wait):
+            for source, name in zip(sources, names, strict=True):
+                done = [by_trace[f] for f in source.files if f in by_trace]
+                mine = [o for o in done if isinstance(o, Written)]
+                failed = [o for o in done if isinstance(o, Failure)]
+                for f in failed:  # a file that is no trace, in a run folder: skipped
+                    if f.not_a_trace and source.folder is not None:
+                        skipped.append(f.path)
+                    else:
+                        failures.append(f)
+                kept = {f: unchanged[f] for f in source.files if f in unchanged}
+                lost = [f for f in failed if not f.not_a_trace]  # a job's traces not stored
+                if not (mine or kept or lost):
+                    continue
+                try:
+                    written += _commit(root, name, source, mine, kept, lost)
+                except CannotWrite as e:
+                    raise CannotWrite(root, e.reason) from None
+                except TraceviewError as e:
+                    failures.append(Failure(source.folder or source.files[0], e.message))
     return Ingested(
         store=root,
         jobs=tuple(names),
@@ -137,26 +165,32 @@ def ingest(
         unchanged=tuple(unchanged),
         failures=tuple(failures),
         skipped=tuple(skipped),
+        losses=tuple(
+            (o.trace, loss) for o in outcomes if isinstance(o, Written) for loss in o.losses
+        ),
     )
 
 
 def ingest_one(trace: Path, store: str | Path, job: str, comm_pattern: str | None = None) -> Path:
     """One rank's trace into its job's partition, in this process (the profiler handler, on
-    the rank that wrote the trace); its partition's folder."""
+    the rank that wrote the trace); its partition's folder. The job's other ranks may be
+    storing theirs at the same time."""
     root = layout.open_store(Path(store), create=True)
-    folder = layout.job_dir(root, layout.check_job_name(job))
-    incoming = folder / layout.INCOMING / uuid.uuid4().hex
-    try:
+    layout.check_job_name(job)
+    with lock.own_folder(root) as incoming:
         outcome = ingest_trace(trace, incoming / "0", comm_pattern, MAX_EVENT_BYTES)
         if isinstance(outcome, Failure):
             raise TraceviewError(outcome.message)
-        target = layout.partition_dir(root, job, outcome.rank)
-        _replace_dir(outcome.folder, target)
-    finally:
-        shutil.rmtree(incoming, ignore_errors=True)
-    if not (folder / layout.JOB_RECORD).exists():
-        record = layout.JobRecord(source=str(trace.parent.resolve()))
-        layout.write_atomically(folder / layout.JOB_RECORD, msgspec.json.encode(record))
+        with lock.writer(root):
+            target = layout.partition_dir(root, job, outcome.rank)
+            _replace_dir(outcome.folder, target)
+            old = _job_record(root, job)
+            record = layout.JobRecord(
+                source=old.source if old else str(trace.parent.resolve()),
+                incomplete=old.incomplete if old else None,
+                traces=_merged(old, {trace: outcome.rank}, []),
+            )
+            layout.write_job_record(root, job, record)
     return target
 
 
@@ -173,7 +207,16 @@ def _sources(paths: Sequence[str | Path], root: Path) -> list[RunSource]:
     return sources
 
 
-def _stored_sources(root: Path, job: str) -> list[tuple[Source, str | None]]:
+@dataclass(frozen=True)
+class _Known:
+    """A partition of the job in place, whole, and what it was made from."""
+
+    source: Source
+    comm_pattern: str | None
+    rank: int | None
+
+
+def _stored_sources(root: Path, job: str) -> list[_Known]:
     if not layout.job_dir(root, job).is_dir():
         return []
     out = []
@@ -181,38 +224,46 @@ def _stored_sources(root: Path, job: str) -> list[tuple[Source, str | None]]:
         try:
             stored = read_stored(folder)
             check_current(stored, folder)
+            check_whole(stored, folder)
         except TraceviewError:
-            continue  # an unreadable or outdated partition is made again
-        out.append((stored.source, stored.comm_pattern))
+            continue  # an unreadable, outdated or damaged partition is made again
+        out.append(_Known(stored.source, stored.comm_pattern, stored.report.rank))
     return out
 
 
-def _unchanged(
-    path: Path, known: list[tuple[Source, str | None]], comm_pattern: str | None
-) -> bool:
-    """Some partition of the job was made, with the same options, from a trace of this size,
-    modification time and head and tail (hashed only when the first two agree)."""
+def _unchanged(path: Path, known: list[_Known], comm_pattern: str | None) -> _Known | None:
+    """The partition of the job made, with the same options, from a trace of this size,
+    modification time and head and tail (hashed only when the first two agree), if any."""
     try:
         stat = path.stat()
     except OSError:
-        return False  # the worker says why
+        return None  # the worker says why
     candidates = [
-        s
-        for s, pattern in known
-        if pattern == comm_pattern and (s.size, s.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
+        k
+        for k in known
+        if k.comm_pattern == comm_pattern
+        and (k.source.size, k.source.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
     ]
     if not candidates:
-        return False
+        return None
     try:
         now = source_of(path)
     except TraceviewError:
-        return False
-    return any(s.same_content(now) for s in candidates)
+        return None
+    return next((k for k in candidates if k.source.same_content(now)), None)
 
 
-def _commit(root: Path, job: str, source: RunSource, written: list[Written]) -> list[Path]:
-    """The job's new partitions into place, and its job record and run record beside them.
-    Refused whole when the traces cannot be one job (nothing in place changes)."""
+def _commit(
+    root: Path,
+    job: str,
+    source: RunSource,
+    written: list[Written],
+    unchanged: dict[Path, int | None],
+    failed: list[Failure],
+) -> list[Path]:
+    """(Under the writer lock.) The job's new partitions into place, and its job record and
+    run record beside them. Refused whole when the traces cannot be one job (nothing in place
+    changes)."""
     if source.folder is not None and written:
         check_one_job(source.folder, written)
         rankless = [w.trace.name for w in written if w.rank is None]
@@ -222,15 +273,42 @@ def _commit(root: Path, job: str, source: RunSource, written: list[Written]) -> 
                 f"({', '.join(rankless[:3])}); a store keeps one per job: ingest them one by one"
             )
     folder = layout.job_dir(root, job)
-    folder.mkdir(parents=True, exist_ok=True)
+    new_job = not folder.exists()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise layout.cannot_write(folder, e) from None
+    try:
+        return _put_in_place(root, job, source, written, unchanged, failed)
+    except BaseException:
+        if new_job:
+            shutil.rmtree(folder, ignore_errors=True)  # no job is better than an empty one
+        raise
+
+
+def _put_in_place(
+    root: Path,
+    job: str,
+    source: RunSource,
+    written: list[Written],
+    unchanged: dict[Path, int | None],
+    failed: list[Failure],
+) -> list[Path]:
+    folder = layout.job_dir(root, job)
     where = source.folder if source.folder is not None else source.files[0]
+    old = _job_record(root, job)
     record = layout.JobRecord(
         source=str(where.resolve()),
         incomplete=incomplete_run(source.folder) if source.folder is not None else None,
+        traces=_merged(old, {**unchanged, **{w.trace: w.rank for w in written}}, failed),
     )
-    layout.write_atomically(folder / layout.JOB_RECORD, msgspec.json.encode(record))
+    if record != old:
+        layout.write_job_record(root, job, record)
     if source.folder is not None and (source.folder / RUN_RECORD).is_file():
-        layout.write_atomically(folder / RUN_RECORD, (source.folder / RUN_RECORD).read_bytes())
+        run = (source.folder / RUN_RECORD).read_bytes()
+        there = folder / RUN_RECORD
+        if not there.is_file() or there.read_bytes() != run:
+            layout.write_atomically(there, run)
     placed = []
     for w in written:
         target = layout.partition_dir(root, job, w.rank)
@@ -239,9 +317,33 @@ def _commit(root: Path, job: str, source: RunSource, written: list[Written]) -> 
     return placed
 
 
+def _job_record(root: Path, job: str) -> layout.JobRecord | None:
+    try:
+        return layout.read_job_record(root, job)
+    except TraceviewError:
+        return None  # a damaged record is written anew
+
+
+def _merged(
+    old: layout.JobRecord | None, stored: dict[Path, int | None], failed: list[Failure]
+) -> tuple[layout.StoredTrace, ...]:
+    """The traces the job's ingests read: the earlier ones, then what this one stored (the
+    rank of its partition) or could not (why; the rank an earlier ingest stored it as)."""
+    traces = {t.trace: t for t in (old.traces if old else ())}
+    for path, rank in stored.items():
+        key = str(path.resolve())
+        traces[key] = layout.StoredTrace(key, rank)
+    for f in failed:
+        key = str(f.path.resolve())
+        before = traces.get(key)
+        traces[key] = layout.StoredTrace(key, before.rank if before else None, f.message)
+    return tuple(sorted(traces.values(), key=lambda t: t.trace))
+
+
 def _replace_dir(new: Path, target: Path) -> None:
-    """`new` becomes `target`: readers see the old partition or the new one, never a mix (for
-    the instant between the two renames, neither; an ingest stopped there makes it again)."""
+    """(Under the writer lock.) `new` becomes `target`: readers see the old partition or the
+    new one, never a mix (for the instant between the two renames, neither; an ingest stopped
+    there leaves the old one aside, removed by the next writer, which makes it again)."""
     try:
         if target.exists():
             old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
@@ -249,6 +351,7 @@ def _replace_dir(new: Path, target: Path) -> None:
             new.rename(target)
             shutil.rmtree(old, ignore_errors=True)
         else:
+            target.parent.mkdir(parents=True, exist_ok=True)
             new.rename(target)
     except OSError as e:
         raise layout.cannot_write(target, e) from None

@@ -194,7 +194,12 @@ def load_runs(
                     failures.append(o)
         if source.folder is not None:
             check_one_job(source.folder, reports)
-            if why := (stored_incomplete if source.stored else incomplete_run)(source.folder):
+            why = (
+                stored_incomplete(source.folder, source.files)
+                if source.stored
+                else incomplete_run(source.folder)
+            )
+            if why:
                 # said on every rank it concerns
                 note = Note(message=why, severity="lossy")
                 reports = [replace(r, notes=(*r.notes, note)) for r in reports]

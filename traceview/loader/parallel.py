@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from traceview import preload
 from traceview.analysis.rank import RankReport
-from traceview.errors import A_BUG, NotATraceError, TraceviewError
+from traceview.errors import A_BUG, CannotWrite, NotATraceError, TraceviewError
 from traceview.loader.rank import analyze_trace
+from traceview.loader.workers import map_in_processes
 from traceview.parse.source import ProgressFn, is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
 
@@ -26,11 +22,19 @@ class Failure:
     message: str
     not_a_trace: bool = False  # well-formed JSON of another kind
     internal: str | None = None  # a bug, not bad input: its traceback
+    crashed: bool = False  # its worker died (killed, out of memory): the input was not at fault
+    cannot_write: str | None = None  # what it wrote could not be (the system's reason)
+
+
+def crashed(task: tuple[object, ...], why: str) -> Failure:
+    """What a task on a trace (its first argument) whose worker died gives."""
+    path = task[0]
+    assert isinstance(path, Path)
+    return Failure(path, f"{path}: the process analysing it {why}", crashed=True)
 
 
 Outcome = RankReport | Failure
 T = TypeVar("T")
-R = TypeVar("R")
 DoneFn = Callable[[int, int, Outcome], None]  # (finished so far, total, what finished)
 
 
@@ -62,7 +66,8 @@ def guarded(path: Path, work: Callable[[], T]) -> T | Failure:
     try:
         return work()
     except TraceviewError as e:
-        return Failure(path, e.message, isinstance(e, NotATraceError))
+        unwritable = e.reason if isinstance(e, CannotWrite) else None
+        return Failure(path, e.message, isinstance(e, NotATraceError), cannot_write=unwritable)
     except MemoryError:
         return Failure(path, f"{path}: out of memory while analysing")
     except Exception as e:
@@ -90,55 +95,6 @@ def analyze_many(
             if on_done:
                 on_done(i + 1, len(paths), outcomes[-1])
         return outcomes
-    return map_in_processes(_analyze_one, [(p, options) for p in paths], jobs, on_done)
-
-
-def map_in_processes(
-    fn: Callable[..., R],
-    tasks: Sequence[tuple[object, ...]],
-    jobs: int | None = None,
-    on_done: Callable[[int, int, R], None] | None = None,
-) -> list[R]:
-    """`fn(*task)` for each task, one process per core (or `jobs`); results in task order.
-    `fn` must be a module-level function (it is sent to the workers by name)."""
-    workers = max(1, min(len(tasks), jobs or preload.cores()))
-    if workers == 1:
-        results_in_order: list[R] = []
-        for i, task in enumerate(tasks):
-            results_in_order.append(fn(*task))
-            if on_done:
-                on_done(i + 1, len(tasks), results_in_order[-1])
-        return results_in_order
-    results: dict[int, R] = {}
-    # spawn, not fork: polars' thread pools do not survive a fork.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        # The workers start as the tasks are submitted.
-        with _workers_skip_main(), preload.for_workers():
-            futures = {pool.submit(fn, *task): i for i, task in enumerate(tasks)}
-        for done, future in enumerate(as_completed(futures), start=1):
-            i = futures[future]
-            results[i] = future.result()
-            if on_done:
-                on_done(done, len(tasks), results[i])
-    return [results[i] for i in range(len(tasks))]
-
-
-@contextmanager
-def _workers_skip_main() -> Iterator[None]:
-    """Spawned workers import the main module again, unless it hides where it came from. They
-    need only traceview; and a user's script without an `if __name__ == "__main__":` guard would
-    otherwise run again in each of them (and fail there, starting workers of its own)."""
-    main = sys.modules.get("__main__")
-    saved: dict[str, object] = {
-        k: main.__dict__[k] for k in ("__file__", "__spec__") if main and k in main.__dict__
-    }
-    if main is None or not saved:
-        yield
-        return
-    main.__dict__.pop("__file__", None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        main.__dict__.update(saved)
+    return map_in_processes(
+        _analyze_one, [(p, options) for p in paths], jobs, on_done, on_crash=crashed
+    )

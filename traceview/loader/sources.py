@@ -102,9 +102,9 @@ def _folder_runs(folder: Path, within: Path | None) -> list[RunSource]:
     """A store's jobs, a sweep's runs (from its index), or the folder as one job, or the runs
     below it."""
     if layout.is_store(folder):
-        return _stored_runs(folder)
+        return _stored_runs(folder, within)
     if folder.name.startswith("job=") and layout.is_store(folder.parent):  # one job of a store
-        return [_stored_run(folder.parent, folder.name.removeprefix("job="))]
+        return [_stored_run(folder.parent, folder.name.removeprefix("job="), within)]
     if (folder / SWEEP_INDEX).is_file():
         return [_run(run) for run in read_sweep_index(folder / SWEEP_INDEX)]
     traces = tuple(sorted(p for p in folder.iterdir() if is_trace_file(p) and _inside(p, within)))
@@ -119,13 +119,20 @@ def _folder_runs(folder: Path, within: Path | None) -> list[RunSource]:
     return below
 
 
-def _stored_runs(store: Path) -> list[RunSource]:
-    return [_stored_run(store, job) for job in layout.jobs(layout.open_store(store))]
+def _stored_runs(store: Path, within: Path | None) -> list[RunSource]:
+    return [
+        _stored_run(store, job, within)
+        for job in layout.jobs(layout.open_store(store))
+        if _inside(layout.job_dir(store, job), within)
+    ]
 
 
-def _stored_run(store: Path, job: str) -> RunSource:
+def _stored_run(store: Path, job: str, within: Path | None) -> RunSource:
+    """A job's partitions; one that links out of `within` is not read (the job's record then
+    says that rank is missing)."""
     layout.open_store(store)
-    return RunSource(layout.job_dir(store, job), tuple(layout.partitions(store, job)), stored=True)
+    partitions = tuple(p for p in layout.partitions(store, job) if _inside(p, within))
+    return RunSource(layout.job_dir(store, job), partitions, stored=True)
 
 
 def _run(folder: Path) -> RunSource:

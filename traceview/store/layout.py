@@ -20,7 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from traceview.errors import TraceviewError
+from traceview.errors import CannotWrite, TraceviewError
 from traceview.parse.source import unreadable
 
 # 2: calls and intervals carry `elements`; FSDP's post-backward work is backward work. A
@@ -29,9 +29,9 @@ STORE_VERSION = 2
 MARKER = "store.json"
 JOB_RECORD = "job.json"
 SUMMARY = "summary.json"
-TABLES = ("steps", "calls", "intervals")
+TABLES = ("steps", "calls", "intervals")  # RankReport's fields kept as Parquet tables
 NO_RANK = "__HIVE_DEFAULT_PARTITION__"
-INCOMING = ".incoming"  # partitions being written, before they are moved into place
+INCOMING = ".incoming"  # each writer's partitions, before they are moved into place
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
 
 
@@ -39,11 +39,22 @@ class StoreMarker(msgspec.Struct, frozen=True):
     store_version: int
 
 
+class StoredTrace(msgspec.Struct, frozen=True):
+    """A trace an ingest of the job read: the rank whose partition it made, or why it failed
+    (its rank is kept when an earlier ingest had stored it)."""
+
+    trace: str  # absolute path, when ingested
+    rank: int | None = None
+    failed: str | None = None
+
+
 class JobRecord(msgspec.Struct, frozen=True):
-    """job.json: where the job's traces were, and why the run is incomplete, if it is."""
+    """job.json: where the job's traces were, why the run is incomplete, if it is, and every
+    trace its ingests read (what a reader compares the partitions it finds with)."""
 
     source: str
     incomplete: str | None = None
+    traces: tuple[StoredTrace, ...] = ()
 
 
 def read_job_record(store: Path, job: str) -> JobRecord | None:
@@ -56,6 +67,10 @@ def read_job_record(store: Path, job: str) -> JobRecord | None:
         raise TraceviewError(f"{path}: not a job record ({e})") from None
     except OSError as e:
         raise unreadable(path, e) from None
+
+
+def write_job_record(store: Path, job: str, record: JobRecord) -> None:
+    write_atomically(job_dir(store, job) / JOB_RECORD, msgspec.json.encode(record))
 
 
 def is_store(path: Path) -> bool:
@@ -160,5 +175,5 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise cannot_write(path, e) from None
 
 
-def cannot_write(path: Path, error: OSError) -> TraceviewError:
-    return TraceviewError(f"{path}: cannot write ({error.strerror or error})")
+def cannot_write(path: Path, error: OSError) -> CannotWrite:
+    return CannotWrite(path, error.strerror or str(error))

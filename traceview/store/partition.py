@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 import shutil
 import typing
 from pathlib import Path
@@ -22,10 +23,9 @@ from traceview.analysis.windows import StepBreakdown
 from traceview.errors import TraceviewError
 from traceview.model import INTERVALS_SCHEMA
 from traceview.parse.source import unreadable
-from traceview.store.layout import NO_RANK, STORE_VERSION, SUMMARY, cannot_write
+from traceview.store.layout import NO_RANK, STORE_VERSION, SUMMARY, TABLES, cannot_write
 from traceview.version import __version__
 
-_TABLES = ("steps", "calls", "intervals")  # RankReport's fields kept as Parquet tables
 _BREAKDOWN = [f.name for f in dataclasses.fields(Breakdown)]
 STEPS_SCHEMA: dict[str, pl.DataType] = {
     "step": pl.Int64(),
@@ -33,6 +33,7 @@ STEPS_SCHEMA: dict[str, pl.DataType] = {
     **{name: pl.Int64() for name in _BREAKDOWN},
     "window_ns": pl.Int64(),  # end_ns - start_ns, for queries
 }
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
 _HEAD_TAIL = 1 << 20  # bytes of each end of a trace that its digest covers
 
 
@@ -41,7 +42,7 @@ def _summary_type() -> type:
     hints = typing.get_type_hints(RankReport)
     fields: list[tuple[str, object] | tuple[str, object, object]] = []
     for f in dataclasses.fields(RankReport):
-        if f.name in _TABLES:
+        if f.name in TABLES:
             continue
         has_default = f.default is not dataclasses.MISSING
         fields.append(
@@ -79,6 +80,21 @@ def source_of(path: Path) -> Source:
     return Source(str(path.resolve()), stat.st_size, stat.st_mtime_ns, h.hexdigest())
 
 
+class TableFile(msgspec.Struct, frozen=True):
+    """One of the partition's Parquet files as written: a damaged or replaced one differs."""
+
+    size: int
+    digest: str  # BLAKE2b of the whole file
+
+
+def _table_file(path: Path) -> TableFile:
+    h = hashlib.blake2b(digest_size=16)
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return TableFile(path.stat().st_size, h.hexdigest())
+
+
 class Stored(msgspec.Struct, frozen=True):
     """summary.json: the rank's report and how it was made."""
 
@@ -87,6 +103,7 @@ class Stored(msgspec.Struct, frozen=True):
     source: Source
     comm_pattern: str | None
     report: RankSummary  # type: ignore[valid-type]
+    files: dict[str, TableFile] = {}  # by table (none in partitions written before it was kept)
 
 
 def _enc(value: object) -> object:
@@ -114,7 +131,6 @@ def write_partition(
             f: getattr(report, f) for f in RankSummary.__struct_fields__
         }
     )
-    stored = Stored(STORE_VERSION, __version__, source, comm_pattern, summary)
     steps = pl.DataFrame(
         [
             {"step": s.step, "partial": s.partial, **dataclasses.asdict(s.breakdown)}
@@ -122,15 +138,27 @@ def write_partition(
         ],
         schema={k: v for k, v in STEPS_SCHEMA.items() if k != "window_ns"},
     ).with_columns(window_ns=pl.col("end_ns") - pl.col("start_ns"))
+    tables = {
+        "steps": steps,
+        "calls": report.calls.drop("rank"),
+        "intervals": report.intervals.drop("rank"),
+    }
     try:
         folder.mkdir(parents=True)
-        steps.write_parquet(folder / "steps.parquet")
-        report.calls.drop("rank").write_parquet(folder / "calls.parquet")
-        report.intervals.drop("rank").write_parquet(folder / "intervals.parquet")
+        for name, table in tables.items():
+            table.write_parquet(folder / f"{name}.parquet")
+        files = {name: _table_file(folder / f"{name}.parquet") for name in tables}
+        stored = Stored(STORE_VERSION, __version__, source, comm_pattern, summary, files)
         (folder / SUMMARY).write_bytes(msgspec.json.encode(stored, enc_hook=_enc))
     except OSError as e:
         shutil.rmtree(folder, ignore_errors=True)
         raise cannot_write(folder, e) from None
+    except pl.exceptions.PolarsError as e:  # polars says the system's error in its own words
+        shutil.rmtree(folder, ignore_errors=True)
+        code = _OS_ERROR.search(str(e))
+        if code is None:
+            raise
+        raise cannot_write(folder, OSError(int(code[1]), os.strerror(int(code[1])))) from None
 
 
 def read_stored(folder: Path) -> Stored:
@@ -156,6 +184,23 @@ def check_current(stored: Stored, folder: Path) -> None:
             f"{folder}: written by an older traceview (store_version {stored.store_version}, "
             f"this one reads {STORE_VERSION}): run traceview ingest again to update it"
         )
+
+
+def check_whole(stored: Stored, folder: Path) -> None:
+    """Every table of the partition is there, as it was written (or, for a partition that did
+    not record its files, at least readable): a damaged one is made again, not kept."""
+    for name in TABLES:
+        path = folder / f"{name}.parquet"
+        try:
+            if name in stored.files:
+                if _table_file(path) != stored.files[name]:
+                    raise TraceviewError(f"{path}: changed since it was written")
+            else:
+                pl.read_parquet_schema(path)
+        except OSError as e:
+            raise unreadable(path, e) from None
+        except pl.exceptions.PolarsError as e:
+            raise TraceviewError(f"{path}: not a readable Parquet table ({e})") from None
 
 
 def _table(

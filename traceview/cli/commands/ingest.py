@@ -9,7 +9,6 @@ from pathlib import Path
 from traceview.cli import options
 from traceview.cli.progress import Progress
 from traceview.cli.say import say
-from traceview.errors import A_BUG, A_BUG_DEBUG, EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OK
 from traceview.loader.engines import ENGINES
 from traceview.loader.ingest import ingest
 
@@ -49,6 +48,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     progress = Progress(args.progress)
+
+    def waiting(holder: str) -> None:
+        progress.clear_line()
+        say("waiting", f"{args.store}: another writer is moving its partitions into place "
+            f"({holder})")  # fmt: skip
+
     done = ingest(
         args.paths,
         args.store,
@@ -59,17 +64,17 @@ def run(args: argparse.Namespace) -> int:
         comm_pattern=args.comm_pattern,
         max_event_bytes=args.max_event_mb << 20,
         on_done=progress.file_done,
+        on_wait=waiting,
     )
     progress.clear_line()
     for path in done.skipped:
         say("skipped", f"{path}: not a profiler trace")
     for failure in done.failures:
-        say("error", failure.message.replace(A_BUG, A_BUG_DEBUG))
+        options.report_failure(failure, args)
+    options.say_losses((str(trace), message) for trace, message in done.losses)
     jobs = f"{len(done.jobs)} job{'s' if len(done.jobs) != 1 else ''}"
     print(
         f"{Path(args.store)}: {jobs}; {len(done.written)} rank partition(s) written, "
         f"{len(done.unchanged)} unchanged, {len(done.failures)} failed"
     )
-    if any(f.internal for f in done.failures):
-        return EXIT_INTERNAL
-    return EXIT_BAD_INPUT if done.failures else EXIT_OK
+    return options.exit_code(done.failures, bool(done.losses))

@@ -75,8 +75,10 @@ def rank_rows(
 
 
 def caveats(r: RankReport) -> str:
-    """The rank's notes that say a figure may mislead, on one line."""
-    return " | ".join(n.message for n in r.notes if n.caveat)
+    """The rank's notes that say a figure may mislead (input lost first), on one line."""
+    return " | ".join(
+        [n.message for n in r.notes if n.lossy] + [n.message for n in r.notes if n.caveat]
+    )
 
 
 def call_rows(job: Job, steps: StepSelection | None) -> pl.DataFrame:
