@@ -93,6 +93,30 @@ def test_output_naming_an_input_is_refused_before_any_work(tmp_path):
     assert path.read_bytes() == before
 
 
+def test_output_onto_a_sweep_index_or_into_a_store_is_refused(tmp_path):
+    import shutil
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(Path(__file__).parents[2] / "sample_traces" / "cpu_sweep", sweep)
+    store = tmp_path / "S"
+    assert traceview("ingest", sweep / "ddp-dp2", "--store", store).code == 0
+    index = (sweep / "index.json").read_bytes()
+    stored = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    for read, target in [
+        (sweep, sweep / "index.json"),
+        (sweep / "ddp-dp2", sweep / "index.json"),  # a run of the sweep: its index too
+        (store, store / "store.json"),
+        (store, store / "job=ddp-dp2" / "job.json"),
+        (store / "job=ddp-dp2", store / "report.json"),  # anywhere in a store read
+    ]:
+        result = traceview("compare", read, "-o", target)
+        assert result.code == 2, (read, target, result.err)
+        assert "--output" in result.err and result.err.count("\n") == 1
+    assert (sweep / "index.json").read_bytes() == index
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == stored
+    assert traceview("compare", sweep).code == 0 and traceview("compare", store).code == 0
+
+
 def test_output_keeps_the_mode_and_follows_a_symlink(tmp_path):
     path = tb.write(tmp_path / "t.json", tb.document(GOOD))
     out = tmp_path / "report.csv"

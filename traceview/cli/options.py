@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import polars as pl
 
@@ -25,7 +26,8 @@ from traceview.errors import (
     TraceviewError,
 )
 from traceview.loader import Failure, Runs, RunSource, load_runs
-from traceview.loader.sources import NOT_TRACES
+from traceview.loader.sources import NOT_TRACES, SWEEP_INDEX
+from traceview.parse.run_record import STATUS_GLOB
 from traceview.parse.source import is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
 
@@ -148,9 +150,8 @@ def load(args: argparse.Namespace, *, keep_intervals: bool | int = False) -> Run
     progress = Progress(args.progress)
 
     def before(sources: list[RunSource]) -> None:
+        refuse_inputs(args.output, *read_paths(sources))
         files = [f for s in sources for f in s.files]
-        records = [s.folder / name for s in sources if s.folder for name in NOT_TRACES]
-        refuse_inputs(args.output, [*files, *records])
         waiting = [f for f in files if is_stream(f)]
         if waiting:  # read here, one by one: said if nothing arrives for a while
             progress.say_if_nothing_arrives(waiting)
@@ -181,6 +182,19 @@ def load(args: argparse.Namespace, *, keep_intervals: bool | int = False) -> Run
         message = last.message.replace(A_BUG, A_BUG_DEBUG)
         raise TraceviewError(message, EXIT_INTERNAL if last.internal else EXIT_BAD_INPUT)
     return runs
+
+
+def read_paths(sources: Sequence[RunSource]) -> tuple[list[Path], list[Path]]:
+    """What reading `sources` reads: its files (traces, each run's records and rank accounts,
+    the index of the sweep a run folder may be part of), and the folders read whole (a
+    store's)."""
+    files = [f for s in sources if not s.stored for f in s.files]
+    for s in sources:
+        if s.folder is not None and not s.stored:
+            files += [s.folder / name for name in NOT_TRACES]
+            files += [s.folder.parent / SWEEP_INDEX, *s.folder.glob(STATUS_GLOB)]
+    stores = {s.folder.parent for s in sources if s.stored and s.folder is not None}
+    return files, sorted(stores)
 
 
 def finish(text: str, args: argparse.Namespace, runs: Runs, *, wrote_output: bool = False) -> int:

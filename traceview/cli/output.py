@@ -20,11 +20,18 @@ from typing import BinaryIO
 from traceview.errors import TraceviewError
 
 
-def refuse_inputs(output: str | None, inputs: Iterable[Path]) -> None:
-    """--output naming one of the files read would destroy it: refused before any work."""
+def refuse_inputs(output: str | None, inputs: Iterable[Path], trees: Iterable[Path] = ()) -> None:
+    """--output naming one of the files read, or any path inside a folder read whole (a trace
+    store), would destroy what it names: refused before any work."""
     if output is None or output == "-":
         return
     target = Path(output)
+    where = _resolved(target)
+    for tree in trees:
+        if where is not None and where.is_relative_to(tree.resolve()):
+            raise TraceviewError(
+                f"{output}: --output lies inside {tree}, which is read as input; write elsewhere"
+            )
     if not target.exists():
         return
     for path in inputs:
@@ -34,6 +41,14 @@ def refuse_inputs(output: str | None, inputs: Iterable[Path]) -> None:
             same = False
         if same:
             raise TraceviewError(f"{output}: --output names one of the inputs; write elsewhere")
+
+
+def _resolved(target: Path) -> Path | None:
+    """Where `target` would be written (its links followed), or None when that cannot be told."""
+    try:
+        return target.resolve()
+    except (OSError, RuntimeError):
+        return None
 
 
 @contextmanager
