@@ -109,6 +109,20 @@ def deepen_nesting(doc: Doc, rng: random.Random) -> None:
         events[i] = value
 
 
+def bury_a_syntax_error(doc: Doc, rng: random.Random) -> None:
+    """A value nested too deep to decode, then an event whose args hold thousands of small
+    objects with one syntax error among them: the shape whose refusal once took quadratic
+    time (each nested boundary tried as an event's end)."""
+    events = _events(doc)
+    if not events:
+        return
+    i = rng.randrange(len(events))
+    events[i : i + 1] = [
+        f"{DEEP}20000",
+        {"ph": "X", "name": "x", "ts": 1, "dur": 1, "args": {"list": f"{BROKEN}5000"}},
+    ]
+
+
 def retype_metadata(doc: Doc, rng: random.Random) -> None:
     key = rng.choice(["distributedInfo", "baseTimeNanoseconds", "deviceProperties", "traceEvents"])
     if key == "distributedInfo" and isinstance(doc.get(key), dict) and rng.random() < 0.7:
@@ -125,11 +139,13 @@ STRUCTURAL: list[Callable[[Doc, random.Random], None]] = [
     swap_events,
     retype_fields,
     deepen_nesting,
+    bury_a_syntax_error,
     retype_metadata,
 ]
 
 
-DEEP = "__deep__"
+DEEP = "__deep__"  # "__deep__N": N nested arrays
+BROKEN = "__broken__"  # "__broken__N": a list of N small objects, the last one invalid JSON
 
 
 def encode(doc: Doc) -> bytes:
@@ -138,6 +154,10 @@ def encode(doc: Doc) -> bytes:
         end = text.index('"', at + 1)
         depth = int(text[at + 1 + len(DEEP) : end])
         text = text[:at] + "[" * depth + "]" * depth + text[end + 1 :]
+    while (at := text.find(f'"{BROKEN}')) >= 0:
+        end = text.index('"', at + 1)
+        items = ", ".join(f'{{"a": {k}}}' for k in range(int(text[at + 1 + len(BROKEN) : end])))
+        text = text[:at] + f'[{items}, {{"a": 1 2}}]' + text[end + 1 :]
     return text.encode("utf-8", "surrogatepass")
 
 

@@ -7,6 +7,7 @@ import contextlib
 import io
 import resource
 import tempfile
+import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +18,9 @@ from traceview.cli import main
 
 SEEDS = seeds()
 PEAK_RSS_BOUND_MB = 2048  # over the whole run: a mutant that makes memory blow up fails
+# Each seed reads in well under a second: a mutant taking this long is work out of bound (a
+# buried syntax error once took minutes to refuse, each nested boundary tried in turn).
+CPU_BOUND_S = 20
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -28,8 +32,10 @@ def test_mutated_traces_get_an_answer_not_a_traceback(rng):
         path.write_bytes(data)
         for command in (["analyze", str(path), "--format", "json"], ["collectives", str(path)]):
             err = io.StringIO()
+            began = time.process_time()
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
                 code = main(command)
+            assert time.process_time() - began < CPU_BOUND_S, (what, command[0])
             lines = err.getvalue().splitlines()
             assert code in (0, 1, 2), (what, command[0], lines)
             assert len(lines) <= 10 and all(line.startswith("traceview: ") for line in lines), (

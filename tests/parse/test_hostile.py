@@ -165,13 +165,43 @@ def test_boundaries_inside_strings_cost_no_decoding(tmp_path, monkeypatch):
 
 
 def test_event_texts_split_only_outside_strings():
-    inner = b'{"a": "}, {"}, {"b": [{"c": 1}, {"d": 2}]}, {"e": "\\"}, {"}'
-    texts = list(stream_module._event_texts(inner))
-    assert [msgspec.json.decode(t) for t in texts] == [
+    inner = b'[{"a": "}, {"}, {"b": [{"c": 1}, {"d": 2}]}, {"e": "\\"}, {"}, 7, [[1]]]'
+    pieces = list(stream_module._event_texts(inner, 1, len(inner) - 1))
+    assert [msgspec.json.decode(t) for _, t in pieces] == [
         {"a": "}, {"},
         {"b": [{"c": 1}, {"d": 2}]},
         {"e": '"}, {'},
+        7,
+        [[1]],
     ]
+    assert [inner[at : at + len(t)] for at, t in pieces] == [t for _, t in pieces]
+
+
+def test_a_syntax_error_after_a_value_too_deep_to_decode_is_found_in_one_pass(
+    tmp_path, monkeypatch
+):
+    # Thousands of nested boundaries in the broken event, after one the decoder cannot
+    # recurse into: each byte is decoded a bounded number of times, and the error is said at
+    # its own byte.
+    deep = '{"ph": "X", "name": "deep", "args": {"x": ' + "[" * 20000 + "]" * 20000 + "}}"
+    items = ", ".join(f'{{"a": {k}}}' for k in range(5000))
+    broken = '{"ph": "X", "name": "b", "ts": 1, "dur": 1, "args": {"l": [' + items
+    broken += ', {"a": 1 2}]}}'
+    text = doc(OK)[:-2] + ", " + deep + ", " + broken + ", " + json.dumps(OK) + "]}"
+    decoded = []
+    real = msgspec.json.decode
+
+    def counting(data, *args, **kwargs):
+        decoded.append(len(data))
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(stream_module.msgspec.json, "decode", counting)
+    with pytest.raises(TraceviewError) as e:
+        read(tmp_path, text)
+    assert e.value.message.endswith(
+        f": invalid JSON at byte {text.index('1 2}') + 2:,} (expected ',' or '}}')"
+    )
+    assert sum(decoded) <= 4 * len(text)
 
 
 def test_bytes_that_are_not_utf8_in_the_shapes_of_a_collective(tmp_path):

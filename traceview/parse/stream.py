@@ -41,8 +41,9 @@ _ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _ARRAY_END = re.compile(rb"\}\s*\]")
 _ANY_ARRAY_END = re.compile(rb"\]")
-_ANY_BOUNDARY = re.compile(rb"[}\]]\s*,\s*[{\[]")  # between values of any kind
 _ESCAPED_QUOTE = re.compile(rb'\\+"')
+# A whole string (escapes included), a bracket or a comma: what splits an array's values.
+_STRUCTURE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.S)
 _BYTE_AT = re.compile(r"\(byte (\d+)\)")
 _WHITESPACE = b" \t\r\n"
 MAX_HEADER_BYTES = 64 << 20  # how far to look for `traceEvents` before calling it "not a trace"
@@ -62,6 +63,10 @@ class StreamError(Exception):
 
 class NotATrace(StreamError):
     """Well-formed JSON, but without a traceEvents array."""
+
+
+class InvalidJSON(StreamError):
+    """Bytes that no JSON document can hold, at a known place."""
 
 
 @dataclass
@@ -122,6 +127,13 @@ class EventStream:
     def batches(self) -> Iterator[Batch | fast.ScannedBatch | Pause]:
         try:
             yield from self._batches()
+        except InvalidJSON:
+            # A gzip stream damaged in its middle inflates to garbage that zlib notices only
+            # at the stream's end: read on (once, in order), so that is what is said.
+            for chunk in self._chunks:
+                if isinstance(chunk, Mapped):
+                    break
+            raise
         except fast.UnreadablePage:
             raise StreamError(
                 "part of the file could not be read: it was cut short or rewritten while it was "
@@ -248,11 +260,19 @@ class EventStream:
             if close is None:
                 self._searched = len(buf)
                 return None
+            doc = b"".join((b"[", memoryview(buf)[pos : close + 1], b"]"))  # one copy
             try:
-                # One copy: join reads the memoryview in place.
-                batch = self._decode(b"".join((b"[", memoryview(buf)[pos : close + 1], b"]")))
-            except msgspec.DecodeError:
-                hi = close  # a boundary inside a nested value, or a broken event: go left
+                batch = self._decode(doc)
+            except msgspec.DecodeError as e:
+                at = _BYTE_AT.search(str(e))
+                if at is not None and int(at[1]) < len(doc) - 1:
+                    # Broken before the bracket added at the end: no cut further left can
+                    # make the file valid JSON, so say where, rather than try them all.
+                    raise InvalidJSON(
+                        f"invalid JSON at byte {self._offset + pos + int(at[1]) - 1:,} "
+                        f"({_reason(e)})"
+                    ) from None
+                hi = close  # a boundary inside a nested value: go left
                 continue
             nxt = _BOUNDARY.match(buf, close)
             assert nxt is not None
@@ -284,16 +304,20 @@ class EventStream:
         """A field had an unexpected type, or nesting too deep: decode event by event, dropping
         the ones that cannot be read."""
         try:
-            raws = [msgspec.json.encode(raw) for raw in _decode_json(doc)]
+            raws = [(0, msgspec.json.encode(raw)) for raw in _decode_json(doc)]
         except RecursionError:  # find the events in the text instead
-            raws = list(_event_texts(doc[1:-1]))
+            raws = list(_event_texts(doc, 1, len(doc) - 1))
         texts = []
-        for text in raws:
+        for at, text in raws:
             try:
                 raw = msgspec.json.decode(text)
             except RecursionError:
                 self.result.dropped_events += 1
                 continue
+            except msgspec.DecodeError as e:  # said at its place in `doc`
+                where = _BYTE_AT.search(str(e))
+                offset = at + (int(where[1]) if where else 0)
+                raise msgspec.DecodeError(f"{_reason(e)} (byte {offset})") from None
             ph = raw.get("ph") if isinstance(raw, dict) else None
             if isinstance(ph, str) and ph not in KNOWN_PHASES:
                 continue  # a phase outside the Chrome trace format, which nothing here reads
@@ -459,33 +483,28 @@ def _rfind_boundary(buf: Bytes, lo: int, hi: int, start: int) -> int | None:
         hi = close
 
 
-def _event_texts(inner: bytes) -> Iterator[bytes]:
-    """The events of a batch's inner bytes, one text each: split at the boundaries outside
-    strings; a piece that does not parse alone (the boundary sat in a nested value) is joined
-    with the next until it does."""
-    start = 0  # where the current event's text begins
-    quotes = 0  # unescaped quotes in inner[start:at]
-    at = 0
-    for m in _ANY_BOUNDARY.finditer(inner):
-        quotes += _quotes(inner, at, m.start())
-        at = m.start()
-        if quotes % 2 or not _complete(inner[start : m.start() + 1]):
+def _event_texts(doc: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """The values of the array whose items are doc[start:end], each with its offset in `doc`:
+    split at the commas outside every string and bracket, in one pass (a value nested too deep
+    for the decoder, or broken, is one piece all the same)."""
+    depth = 0
+    begin = start  # where the current value's text begins
+    for m in _STRUCTURE.finditer(doc, start, end):
+        c = doc[m.start()]
+        if c == 0x22:  # a whole string: nothing in it counts
             continue
-        yield inner[start : m.start() + 1]
-        start = at = m.end() - 1
-        quotes = 0
-    last = inner[start:]
-    if last.strip(_WHITESPACE):
-        if not _complete(last):
-            raise msgspec.DecodeError("an event does not parse")
-        yield last
+        if c in b"[{":
+            depth += 1
+        elif c in b"]}":
+            depth -= 1
+        elif depth == 0:  # a comma between values
+            yield from _piece(doc, begin, m.start())
+            begin = m.end()
+    yield from _piece(doc, begin, end)
 
 
-def _complete(text: bytes) -> bool:
-    try:
-        _decode_json(text)
-    except msgspec.DecodeError:
-        return False
-    except RecursionError:
-        return True  # whole, but nested too deep to read: dropped by the caller
-    return True
+def _piece(doc: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    text = doc[start:end]
+    stripped = text.lstrip(_WHITESPACE)
+    if stripped.rstrip(_WHITESPACE):
+        yield start + len(text) - len(stripped), stripped.rstrip(_WHITESPACE)
