@@ -211,3 +211,32 @@ def test_bytes_that_are_not_utf8_in_the_shapes_of_a_collective(tmp_path):
     trace = read(tmp_path, text)
     (row,) = trace.comm_args.iter_rows(named=True)
     assert row["input_type"] == '["flo\ufffdat"]'
+
+
+def _tiny_events(n: int) -> bytes:
+    event = json.dumps(tb.cpu_op("a", 1, 1)).encode()
+    return b'{"traceEvents": [' + b", ".join([event] * n) + b"]}"
+
+
+def test_more_events_than_the_memory_bound_allows_are_refused_as_they_are_read(tmp_path):
+    from traceview.parse.budget import BYTES_PER_EVENT
+
+    bound = 8 << 20  # 32,768 events
+    packed = gzip.compress(_tiny_events(200_000))  # a few hundred KB
+    with pytest.raises(TraceviewError) as e:
+        read(tmp_path, packed, name="t.json.gz", max_memory_bytes=bound)
+    assert f"more than {bound // BYTES_PER_EVENT:,} events" in e.value.message
+    assert "memory bound of 8 MB" in e.value.message and "--max-memory-mb" in e.value.message
+    kept = read(tmp_path, packed, name="t.json.gz", max_memory_bytes=200_000 * BYTES_PER_EVENT)
+    assert kept.events.height == 200_000
+
+
+def test_both_halves_of_a_large_trace_count_against_one_bound(tmp_path):
+    from traceview.parse import halves
+    from traceview.parse.budget import BYTES_PER_EVENT
+
+    data = _tiny_events(700_000)  # ~55 MB: read by two threads where the scanner is built
+    assert len(data) > halves.SPLIT_MIN_BYTES
+    with pytest.raises(TraceviewError, match="more than 500,000 events"):
+        read(tmp_path, data, max_memory_bytes=500_000 * BYTES_PER_EVENT)
+    assert read(tmp_path, data, max_memory_bytes=700_000 * BYTES_PER_EVENT).events.height == 700_000

@@ -27,6 +27,7 @@ from traceview.errors import (
 )
 from traceview.loader import Failure, Runs, RunSource, load_runs
 from traceview.loader.sources import NOT_TRACES, SWEEP_INDEX
+from traceview.parse.budget import BYTES_PER_EVENT, machine_memory
 from traceview.parse.run_record import STATUS_GLOB
 from traceview.parse.source import is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
@@ -64,6 +65,7 @@ def add_comm_pattern(p: argparse.ArgumentParser) -> None:
 
 
 def add_max_event(p: argparse.ArgumentParser) -> None:
+    """The bounds on what one trace may cost: its longest event, and its memory."""
     p.add_argument(
         "--max-event-mb",
         type=positive_int,
@@ -71,6 +73,14 @@ def add_max_event(p: argparse.ArgumentParser) -> None:
         metavar="MB",
         help=f"longest single event read (default {MAX_EVENT_BYTES >> 20}): a longer stretch "
         "without an event boundary is an error",
+    )
+    p.add_argument(
+        "--max-memory-mb",
+        type=positive_int,
+        metavar="MB",
+        help=f"memory one trace's analysis may take (default: this machine's, "
+        f"{machine_memory() >> 20:,} MB here); a trace with more events than that allows "
+        f"(~{BYTES_PER_EVENT} bytes each) is refused as it is read",
     )
 
 
@@ -161,6 +171,7 @@ def load(args: argparse.Namespace, *, keep_intervals: bool | int = False) -> Run
         comm_pattern=args.comm_pattern,
         keep_intervals=keep_intervals,
         max_event_bytes=args.max_event_mb << 20,
+        max_memory_bytes=args.max_memory_mb << 20 if args.max_memory_mb else None,
         jobs=args.jobs,
         job=args.job,
         before=before,

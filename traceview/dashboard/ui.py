@@ -9,6 +9,7 @@ import streamlit as st
 
 from traceview import Job, TraceviewError
 from traceview.dashboard import data
+from traceview.dashboard.upload import UPLOADS
 from traceview.errors import A_BUG, one_line
 
 T = TypeVar("T")
@@ -25,9 +26,6 @@ def guarded(what: str, load: Callable[[], T]) -> T | None:
     except Exception as e:  # a bug: this run's message, not a traceback over the page
         st.error(one_line(f"{what}: internal error: {type(e).__name__}: {e} {A_BUG}"))
     return None
-
-
-UPLOADS = "uploads"  # session state: the traces uploaded in this session, by name, loaded
 
 
 def pick_run(label: str = "run") -> tuple[str, Job] | None:

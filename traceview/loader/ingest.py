@@ -53,14 +53,22 @@ DoneFn = Callable[[int, int, IngestOutcome], None]
 
 
 def ingest_trace(
-    path: Path, folder: Path, comm_pattern: str | None, max_event_bytes: int
+    path: Path,
+    folder: Path,
+    comm_pattern: str | None,
+    max_event_bytes: int,
+    max_memory_bytes: int | None = None,
 ) -> IngestOutcome:
     """(In a worker.) Parse one trace and write its partition into `folder`."""
 
     def work() -> Written:
         source = source_of(path)
         report = analyze_trace(
-            path, comm_pattern=comm_pattern, keep_intervals=True, max_event_bytes=max_event_bytes
+            path,
+            comm_pattern=comm_pattern,
+            keep_intervals=True,
+            max_event_bytes=max_event_bytes,
+            max_memory_bytes=max_memory_bytes,
         )
         write_partition(report, folder, source, comm_pattern)
         return Written(
@@ -93,6 +101,7 @@ def ingest(
     jobs: int | None = None,
     comm_pattern: str | None = None,
     max_event_bytes: int = MAX_EVENT_BYTES,
+    max_memory_bytes: int | None = None,
     on_done: DoneFn | None = None,
     on_wait: WaitFn | None = None,
 ) -> Ingested:
@@ -123,7 +132,8 @@ def ingest(
                 if found is not None:
                     unchanged[path] = found.rank
                     continue
-                tasks.append((path, incoming / name / str(i), comm_pattern, max_event_bytes))
+                folder = incoming / name / str(i)
+                tasks.append((path, folder, comm_pattern, max_event_bytes, max_memory_bytes))
                 owners[path] = name
         if engine == "ray":
             outcomes = map_on_ray(ingest_trace, tasks, address, on_done, on_crash=crashed)

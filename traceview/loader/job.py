@@ -155,6 +155,7 @@ def load_runs(
     comm_pattern: str | None = None,
     keep_intervals: bool | int = False,
     max_event_bytes: int | None = None,
+    max_memory_bytes: int | None = None,
     jobs: int | None = None,
     within: Path | None = None,
     job: str | None = None,
@@ -171,7 +172,11 @@ def load_runs(
     if before is not None:
         before(sources)
     files = [f for s in sources if not s.stored for f in s.files]
-    options = Options(comm_pattern=comm_pattern, keep_intervals=keep_intervals)
+    options = Options(
+        comm_pattern=comm_pattern,
+        keep_intervals=keep_intervals,
+        max_memory_bytes=max_memory_bytes,
+    )
     if max_event_bytes is not None:
         options = replace(options, max_event_bytes=max_event_bytes)
     outcomes = dict(

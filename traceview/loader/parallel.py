@@ -45,6 +45,7 @@ class Options:
     comm_pattern: str | None = None
     keep_intervals: bool | int = False  # a number N: for ranks below N only
     max_event_bytes: int = MAX_EVENT_BYTES
+    max_memory_bytes: int | None = None  # parse/budget.py; None: the machine's memory
 
 
 def _analyze_one(path: Path, options: Options, progress: ProgressFn | None = None) -> Outcome:
@@ -56,6 +57,7 @@ def _analyze_one(path: Path, options: Options, progress: ProgressFn | None = Non
             progress=progress,
             keep_intervals=options.keep_intervals,
             max_event_bytes=options.max_event_bytes,
+            max_memory_bytes=options.max_memory_bytes,
         ),
     )
 

@@ -19,13 +19,15 @@ def analyze_trace(
     progress: ProgressFn | None = None,
     keep_intervals: bool | int = False,
     max_event_bytes: int = MAX_EVENT_BYTES,
+    max_memory_bytes: int | None = None,
 ) -> RankReport:
     """`comm_pattern`: more names to count as communication; `keep_intervals`: keep the model
     in the report (timelines, export) — a number N: only for ranks below N (and unnamed ones);
-    `max_event_bytes`: the longest event read."""
+    `max_event_bytes`: the longest event read; `max_memory_bytes`: the memory bound
+    (parse/budget.py; default: the machine's memory)."""
     # Only the rows the model reads are held while it is built (the events table is the
     # largest thing in memory).
-    trace = model_rows(read_trace(path, progress, max_event_bytes))
+    trace = model_rows(read_trace(path, progress, max_event_bytes, max_memory_bytes))
     timeline = build_timeline(trace, comm_pattern)
     # The events are all in the timeline now: let them go before the measuring starts.
     trace = replace(trace, events=trace.events.clear())

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from traceview.errors import Note
+from traceview.parse.budget import EventBudget
 from traceview.parse.categories import CATEGORY
 from traceview.parse.columns import (
     BATCH_SCHEMA,
@@ -23,7 +24,8 @@ class Events:
     """Batches in, finished frames out. Finished in groups: the events are never held twice,
     and polars' fixed cost per call is paid once per FINISH_ROWS events, not once per batch."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: EventBudget | None = None) -> None:
+        self.budget = budget
         self.frames: list[pl.DataFrame] = []
         self.comm: list[pl.DataFrame] = []
         self.unreadable = Unreadable()
@@ -33,6 +35,9 @@ class Events:
         self._scanned: list[ScannedBatch] = []  # columns waiting to become one frame
 
     def add(self, batch: Batch | ScannedBatch) -> None:
+        if self.budget is not None:  # before the batch's rows become frames
+            rows = batch.rows if isinstance(batch, ScannedBatch) else len(batch.complete)
+            self.budget.take(rows)
         if isinstance(batch, ScannedBatch):
             self._scanned.append(batch)
             self.rows += batch.rows

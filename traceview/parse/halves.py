@@ -20,6 +20,7 @@ from pathlib import Path
 
 from traceview.parse import fast
 from traceview.parse import source as source_module
+from traceview.parse.budget import EventBudget
 from traceview.parse.collect import Events
 from traceview.parse.columns import thread_names
 from traceview.parse.source import GZIP_MAGIC, ByteSource
@@ -67,14 +68,19 @@ class SecondHalf:
     path: Path
     split: Split
     max_event_bytes: int
+    budget: EventBudget
     consumed: int = 0  # bytes read so far, for the progress line
-    events: Events = field(default_factory=Events)
+    events: Events = field(init=False)
     names: dict[tuple[int, int], list[str]] = field(default_factory=dict)
     result: StreamResult | None = None  # set when it read to the end
     decoded_unsure: bool = False  # see EventStream.decoded_unsure
     size: int = 0  # the file's bytes, both halves together
     _cancel: threading.Event = field(default_factory=threading.Event)
+    _cancelled: bool = False
     _thread: threading.Thread | None = None
+
+    def __post_init__(self) -> None:
+        self.events = Events(self.budget)
 
     def start(self) -> SecondHalf:
         self._thread = threading.Thread(target=self._read, name="traceview-half", daemon=True)
@@ -110,13 +116,21 @@ class SecondHalf:
         learnt they do, the second must have learnt it too before decoding any event the
         pure-Python way."""
         if next_start != self.split.start:
-            self._cancel.set()  # a wrong guess: the first half reads on alone
+            self.cancel()  # a wrong guess: the first half reads on alone
             return False
         assert self._thread is not None
         self._thread.join()
-        return self.result is not None and not (precise and self.decoded_unsure)
+        if self.result is not None and not (precise and self.decoded_unsure):
+            return True
+        self.cancel()  # the first half reads these events again
+        return False
 
     def cancel(self) -> None:
+        """Stop it; its events no longer count against the budget (the first half reads them,
+        or the trace is done with)."""
         self._cancel.set()
         if self._thread is not None:
             self._thread.join()
+        if not self._cancelled:
+            self.budget.give_back(self.events.rows)
+            self._cancelled = True

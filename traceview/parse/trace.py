@@ -9,6 +9,7 @@ import polars as pl
 
 from traceview.errors import NotATraceError, Note, TraceviewError
 from traceview.parse import fast, halves
+from traceview.parse.budget import EventBudget, OverBudget, machine_memory
 from traceview.parse.collect import Events
 from traceview.parse.columns import (
     thread_names,
@@ -43,11 +44,15 @@ def read_trace(
     path: str | Path,
     progress: ProgressFn | None = None,
     max_event_bytes: int = MAX_EVENT_BYTES,
+    max_memory_bytes: int | None = None,
 ) -> Trace:
+    """`max_memory_bytes`: the memory bound of the analysis (parse/budget.py; default: the
+    machine's memory): a trace with more events than it allows is refused as they are read."""
     path = Path(path)
     source = ByteSource(path)
+    budget = EventBudget(max_memory_bytes or machine_memory())
     split = halves.plan(source)
-    second = halves.SecondHalf(path, split, max_event_bytes).start() if split else None
+    second = halves.SecondHalf(path, split, max_event_bytes, budget).start() if split else None
     if second and progress:
         report = progress
         progress = lambda done, size: report(done + second.consumed, size)  # noqa: E731
@@ -57,7 +62,7 @@ def read_trace(
         pause_at=split.pause_at if split else None,
     )
     names: dict[tuple[int, int], list[str]] = {}
-    events = Events()
+    events = Events(budget)
     size = 0
     try:
         for batch in stream.batches():
@@ -72,6 +77,8 @@ def read_trace(
         events.finish()
     except NotATrace as e:
         raise NotATraceError(f"{path}: {e}") from None
+    except OverBudget as e:
+        raise TraceviewError(f"{path}: {e.message}") from None
     except StreamError as e:
         where = " (the gzip stream is cut short)" if source.cut_short else ""
         raise TraceviewError(f"{path}: {e}{where}") from None

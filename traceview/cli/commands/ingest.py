@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         comm_pattern=args.comm_pattern,
         max_event_bytes=args.max_event_mb << 20,
+        max_memory_bytes=args.max_memory_mb << 20 if args.max_memory_mb else None,
         on_done=progress.file_done,
         on_wait=waiting,
     )

@@ -1,12 +1,10 @@
-import tempfile
-from pathlib import Path
+from functools import partial
 
 import streamlit as st
 
-import traceview
-from traceview.dashboard import MAX_UPLOAD_MB, data
+from traceview.dashboard import MAX_UPLOAD_MB, data, upload
 from traceview.dashboard.frames import readable
-from traceview.dashboard.ui import UPLOADS, guarded
+from traceview.dashboard.ui import guarded
 
 RUNS_COLUMNS = {
     "run": ("run", None),
@@ -23,31 +21,30 @@ runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
 if runs is not None:
     st.caption(f"Runs found under {data.root()}; choose one for the other pages.")
     st.dataframe(readable(runs, RUNS_COLUMNS), hide_index=True)
-    names = runs["run"].to_list() + list(st.session_state.get(UPLOADS, {}))
+    names = runs["run"].to_list() + list(st.session_state.get(upload.UPLOADS, {}))
     if names:
         current = st.session_state.get("run")
         choice = st.selectbox("run", names, index=names.index(current) if current in names else 0)
         st.session_state["run"] = choice
 
 st.subheader("Upload a trace")
-upload = st.file_uploader(
-    f"a profiler trace (.json or .json.gz, up to {MAX_UPLOAD_MB} MB)", type=["json", "gz"]
+uploaded = st.file_uploader(
+    f"a profiler trace (.json or .json.gz, up to {MAX_UPLOAD_MB} MB, "
+    f"{upload.MAX_EXPANDED_MB:,} MB inflated)",
+    type=["json", "gz"],
+    on_change=upload.let_go,  # removed, or replaced by the next: its analysis goes
 )
-if upload is not None:
-    if upload.size > MAX_UPLOAD_MB * 1e6:
-        st.error(f"{upload.name}: {upload.size / 1e6:,.0f} MB is over the {MAX_UPLOAD_MB} MB limit")
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / Path(upload.name).name
-            path.write_bytes(upload.getvalue())
-            job = guarded(upload.name, lambda: traceview.load(path, keep_intervals=True))
-        report = job.ranks[0] if job else None
-        if job is not None:
-            # Every page can show it now: it is a run of this session, chosen in the sidebar.
-            name = f"upload: {upload.name}"
-            st.session_state.setdefault(UPLOADS, {})[name] = job
-            st.session_state["run"] = name
-            st.success(f"{upload.name} is the run '{name}' on every page now (sidebar).")
+if uploaded is not None:
+    name = f"upload: {uploaded.name}"
+    job = st.session_state.get(upload.UPLOADS, {}).get(name)
+    if job is None:
+        job = guarded(uploaded.name, partial(upload.load_upload, uploaded.name, uploaded.getvalue))
+    report = job.ranks[0] if job else None
+    if job is not None:
+        # Every page can show it now: it is a run of this session, chosen in the sidebar.
+        upload.keep(name, job)
+        st.session_state["run"] = name
+        st.success(f"{uploaded.name} is the run '{name}' on every page now (sidebar).")
         if report and report.total:
             t = report.total
             st.write(f"rank {report.rank} of {report.world_size} · {report.mode}")
