@@ -81,3 +81,32 @@ def test_report_without_the_dashboard_extra_names_it_in_one_line(tmp_path, missi
         "pip install 'traceview[dashboard]'\n"
     )
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("hard", [True, False])
+def test_report_under_an_address_space_limit(tmp_path, hard):
+    # V8 reserves tens of GB of address space as it starts: under a hard limit the report is
+    # one line and exit 2 (not a crash dump); under a soft one it lifts the limit and renders.
+    import resource
+
+    limit = 8 << 30
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit if hard else resource.RLIM_INFINITY))
+
+    out = tmp_path / "report.html"
+    out.write_text("kept")
+    done = subprocess.run(
+        [sys.executable, "-m", "traceview", "report", str(SWEEP / "ddp-dp2"), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        preexec_fn=limited,
+        timeout=300,
+    )
+    if hard:
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and "ulimit -v" in done.stderr
+        assert out.read_text() == "kept"
+    else:
+        assert done.returncode == 0, done.stderr
+        assert "vegaEmbed" in out.read_text()

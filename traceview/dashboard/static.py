@@ -9,6 +9,8 @@ import datetime
 import html
 import json
 import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +18,20 @@ import altair as alt
 import polars as pl
 from altair.utils._importers import vl_version_for_vl_convert
 
-from traceview import COMM_PER_STEP, NO_FINDINGS, Job, Runs, ScalingRow, __version__
+try:
+    import resource
+except ImportError:  # not on Windows, where no such limit stops V8
+    resource = None  # type: ignore[assignment]
+
+from traceview import (
+    COMM_PER_STEP,
+    NO_FINDINGS,
+    Job,
+    Runs,
+    ScalingRow,
+    TraceviewError,
+    __version__,
+)
 from traceview.dashboard import charts
 from traceview.dashboard.frames import (
     calls_frame,
@@ -294,10 +309,40 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
     return _page(doc, title)
 
 
-def _page(doc: _Doc, title: str) -> str:
-    import vl_convert
+def _charting_script() -> str:
+    """Vega-Embed and its libraries as one script, from vl-convert. Its JavaScript engine (V8)
+    reserves tens of GB of address space as it starts and aborts the whole process when it
+    cannot (`ulimit -v`): under such a limit it runs in a process of its own, whose end is
+    said in one line."""
+    version = vl_version_for_vl_convert()
+    if resource is None or resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
+        import vl_convert
 
-    bundle = vl_convert.javascript_bundle(vl_version=vl_version_for_vl_convert())  # type: ignore[call-arg]
+        return str(vl_convert.javascript_bundle(vl_version=version))  # type: ignore[call-arg]
+    done = subprocess.run(
+        [sys.executable, "-c", _BUNDLE_IN_A_CHILD, version],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0 or not done.stdout:
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0] >> 20
+        raise TraceviewError(
+            f"the report's chart engine (vl-convert's V8) cannot start under an address-space "
+            f"limit of {limit:,} MB (ulimit -v): run report without that limit"
+        )
+    return done.stdout.decode("utf-8")
+
+
+_BUNDLE_IN_A_CHILD = (  # as far as the hard limit allows, the limit is lifted first
+    "import resource, sys, vl_convert; "
+    "hard = resource.getrlimit(resource.RLIMIT_AS)[1]; "
+    "resource.setrlimit(resource.RLIMIT_AS, (hard, hard)); "
+    "sys.stdout.write(vl_convert.javascript_bundle(vl_version=sys.argv[1]))"
+)
+
+
+def _page(doc: _Doc, title: str) -> str:
+    bundle = _charting_script()
     embeds = "\n".join(
         f"vegaEmbed('#chart{i}', {json.dumps(spec)}, {{actions: false}}).catch(console.error);"
         for i, spec in enumerate(doc.specs)
