@@ -85,6 +85,27 @@ def test_negative_durations(tmp_path):
     assert "1 events with negative durations were skipped" in result.err
 
 
+@pytest.mark.parametrize("field", ["pid", "tid"])
+def test_events_without_a_process_or_thread_are_skipped_and_said(tmp_path, field):
+    # The GEMM at [50,80) loses its pid: it lies on no stream, so it is skipped, said, and the
+    # numbers are those of the trace without it (not a lane of its own, nor merged into one).
+    events = tb.gpu_example(group=2)
+    gemm = next(i for i, e in enumerate(events) if e["name"] == "volta_sgemm_128x64_nn")
+    placeless = [dict(e) for e in events]
+    del placeless[gemm][field]
+    tb.write(tmp_path / "placeless.json", tb.document(placeless))
+    tb.write(tmp_path / "without.json", tb.document(events[:gemm] + events[gemm + 1 :]))
+    result = traceview("analyze", "--format", "json", tmp_path / "placeless.json")
+    assert result.code == 1
+    (line,) = result.err.strip().splitlines()
+    assert "1 events without a process or thread id (pid, tid) were skipped" in line
+    (rank,) = json.loads(result.out)["ranks"]
+    (expected,) = json.loads(
+        traceview("analyze", "--format", "json", tmp_path / "without.json").out
+    )["ranks"]
+    assert rank["steps"] == expected["steps"] and rank["total"] == expected["total"]
+
+
 def test_two_files_claiming_the_same_rank(tmp_path):
     tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0))
     tb.write(tmp_path / "b.json", tb.document(GOOD, rank=0))

@@ -84,8 +84,7 @@ class Events:
         self.comm += [c.with_columns(shift) for c in later.comm]
         self.rows += later.rows
         self._finished_rows = self.rows
-        self.unreadable.missing += later.unreadable.missing
-        self.unreadable.negative += later.unreadable.negative
+        self.unreadable.add(later.unreadable)
 
 
 @dataclass
@@ -94,6 +93,12 @@ class Unreadable:
 
     missing: int = 0  # no readable ts or dur
     negative: int = 0  # a negative duration
+    placeless: int = 0  # no pid or tid: on no lane
+
+    def add(self, other: Unreadable) -> None:
+        self.missing += other.missing
+        self.negative += other.negative
+        self.placeless += other.placeless
 
     def notes(self) -> list[Note]:
         out = []
@@ -109,6 +114,14 @@ class Unreadable:
             out.append(
                 Note(
                     message=f"{self.negative:,} events with negative durations were skipped",
+                    severity="lossy",
+                )
+            )
+        if self.placeless:
+            out.append(
+                Note(
+                    message=f"{self.placeless:,} events without a process or thread id (pid, "
+                    "tid) were skipped: they belong to no thread or stream",
                     severity="lossy",
                 )
             )
@@ -134,15 +147,15 @@ def finished(frame: pl.DataFrame, first_row: int, unreadable: Unreadable) -> pl.
             pl.when(pl.col("ts_ns") <= INT64_MAX - pl.col("dur_ns").clip(0)).then(pl.col("ts_ns"))
         )
     )
+    readable = pl.col("ts_ns").is_not_null() & (pl.col("dur_ns") >= 0)
+    placed = pl.col("pid").is_not_null() & pl.col("tid").is_not_null()
+    used = pl.col("cat").is_in(USED_CATEGORIES)
     counts = events.select(
         missing=(pl.col("ts_ns").is_null() | pl.col("dur_ns").is_null()).sum(),
         negative=(pl.col("dur_ns") < 0).sum(),
+        placeless=(readable & used & ~placed).sum(),
     )
-    kept = events.filter(
-        pl.col("ts_ns").is_not_null()
-        & (pl.col("dur_ns") >= 0)
-        & pl.col("cat").is_in(USED_CATEGORIES)
-    ).select(
+    kept = events.filter(readable & placed & used).select(
         "row",
         "ts_ns",
         end_ns=pl.col("ts_ns") + pl.col("dur_ns"),
@@ -155,6 +168,5 @@ def finished(frame: pl.DataFrame, first_row: int, unreadable: Unreadable) -> pl.
         stream="stream",
     )
     counted, out = pl.collect_all([counts, kept])
-    unreadable.missing += int(counted["missing"][0])
-    unreadable.negative += int(counted["negative"][0])
+    unreadable.add(Unreadable(*(int(counted[c][0]) for c in ("missing", "negative", "placeless"))))
     return out

@@ -121,7 +121,8 @@ def read_trace(
         )
     notes += events.unreadable.notes()
     table = events.table()
-    readable = events.rows - events.unreadable.missing - events.unreadable.negative
+    lost = events.unreadable
+    readable = events.rows - lost.missing - lost.negative - lost.placeless
     if readable and table.height == 0 and not truncated:
         raise NotATraceError(
             f"{path}: not a PyTorch profiler trace: none of its {readable:,} events has a "
