@@ -106,6 +106,24 @@ def test_events_without_a_process_or_thread_are_skipped_and_said(tmp_path, field
     assert rank["steps"] == expected["steps"] and rank["total"] == expected["total"]
 
 
+@pytest.mark.parametrize("field", ["ts", "dur"])
+def test_an_event_far_outside_the_trace_is_skipped_and_said(tmp_path, field):
+    # 31 years before the others (or lasting 31 years): it would stretch the trace's window
+    # to make it 99.99 % idle.
+    events = tb.gpu_example(group=2)
+    corrupt = [*events, {**tb.cpu_op("aten::mm", 10, 5), field: -1e15 if field == "ts" else 1e15}]
+    tb.write(tmp_path / "far.json", tb.document(corrupt))
+    tb.write(tmp_path / "without.json", tb.document(events))
+    result = traceview("analyze", "--format", "json", tmp_path / "far.json")
+    assert result.code == 1
+    assert "1 events lie more than a day from the trace's other events" in result.err
+    (rank,) = json.loads(result.out)["ranks"]
+    (expected,) = json.loads(
+        traceview("analyze", "--format", "json", tmp_path / "without.json").out
+    )["ranks"]
+    assert rank["steps"] == expected["steps"] and rank["total"] == expected["total"]
+
+
 def test_two_files_claiming_the_same_rank(tmp_path):
     tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0))
     tb.write(tmp_path / "b.json", tb.document(GOOD, rank=0))

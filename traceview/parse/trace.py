@@ -120,7 +120,15 @@ def read_trace(
             )
         )
     notes += events.unreadable.notes()
-    table = events.table()
+    table, far = _without_far_events(events.table())
+    if far:
+        notes.append(
+            Note(
+                message=f"{far:,} events lie more than a day from the trace's other events (a "
+                "corrupt timestamp or duration): they were skipped",
+                severity="lossy",
+            )
+        )
     lost = events.unreadable
     readable = events.rows - lost.missing - lost.negative - lost.placeless
     if readable and table.height == 0 and not truncated:
@@ -139,6 +147,23 @@ def read_trace(
         size_bytes=size,
         truncated=truncated,
     )
+
+
+# One profiling window lasts seconds to minutes: an event a day from the middle of the others
+# is a corrupt timestamp (or duration), and would stretch every window it falls in.
+FAR_NS = 86_400 * 10**9
+
+
+def _without_far_events(table: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The events without those starting or ending more than FAR_NS from the median start,
+    and how many those were."""
+    if table.height == 0:
+        return table, 0
+    middle = table["ts_ns"].median()
+    assert middle is not None
+    near = (pl.col("ts_ns") >= int(middle) - FAR_NS) & (pl.col("end_ns") <= int(middle) + FAR_NS)
+    far = table.height - int(table.select(near.sum()).item())
+    return (table.filter(near) if far else table), far
 
 
 def _join(
