@@ -159,9 +159,8 @@ def _without_far_events(table: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     and how many those were."""
     if table.height == 0:
         return table, 0
-    middle = table["ts_ns"].median()
-    assert middle is not None
-    near = (pl.col("ts_ns") >= int(middle) - FAR_NS) & (pl.col("end_ns") <= int(middle) + FAR_NS)
+    middle = int(table.select(pl.col("ts_ns").median()).item())
+    near = (pl.col("ts_ns") >= middle - FAR_NS) & (pl.col("end_ns") <= middle + FAR_NS)
     far = table.height - int(table.select(near.sum()).item())
     return (table.filter(near) if far else table), far
 
