@@ -37,22 +37,41 @@ def foreign_files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if not is_harness_file(p.name))
 
 
+def place_of(out: Path) -> Path:
+    """Where --out is: absolute, its links followed (a link to a run is replaced at the run it
+    points to, and stays a link)."""
+    return out.resolve()
+
+
 def check_out_folder(out: Path, force: bool) -> None:
     """Every rank checks before any rank writes: an existing run is kept unless --force, a
-    folder holding anything the harness did not write is never replaced, and the place must
-    be writable."""
+    folder holding anything the harness did not write is never replaced (nor one this command
+    runs in), nor written beside through an `.incoming` folder holding anything else, and the
+    place must be writable. `out` is as place_of gives it."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} exists and is not a folder")
     if out.exists() and any(out.iterdir()):
         if not force:
             raise ConfigError(f"--out {out} already exists; choose another folder or pass --force")
-        foreign = foreign_files(out)
-        if foreign:
-            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        _refuse_foreign(out, "not replacing it")
+        if Path.cwd().resolve().is_relative_to(out):
             raise ConfigError(
-                f"--out {out} holds files the harness did not write ({shown}); not replacing it"
+                f"--out {out} is the folder this command runs in (or holds it); not replacing "
+                "it: run from another folder"
             )
+        incoming = writing_folder(out)
+        if incoming.exists():
+            if not incoming.is_dir():
+                raise ConfigError(f"{incoming} exists and is not a folder; not writing there")
+            _refuse_foreign(incoming, "not writing there")
     check_writable(out)
+
+
+def _refuse_foreign(folder: Path, what: str) -> None:
+    foreign = foreign_files(folder)
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise ConfigError(f"{folder} holds files the harness did not write ({shown}); {what}")
 
 
 def check_writable(out: Path) -> None:
@@ -116,11 +135,18 @@ def _remove_run(folder: Path) -> None:
         folder.rmdir()
 
 
+# Room kept for a rank's account: it is rewritten in place there, so the last word (a disk
+# filled by the traces, say) still fits where nothing new can be written.
+STATUS_ROOM = 4096
+
+
 class RankStatus:
-    """This rank's own account of the run, rewritten whole at each change."""
+    """This rank's own account of the run, rewritten whole at each change: first written beside
+    and renamed into place with room to spare, then rewritten in that room."""
 
     def __init__(self, folder: Path, rank: int, host: str) -> None:
         self.path = status_path(folder, rank)
+        self._fd: int | None = None
         self.record: dict[str, Any] = {
             "rank": rank,
             "host": host,
@@ -147,10 +173,17 @@ class RankStatus:
 
     def _write(self) -> None:
         self.record["updated"] = time.time()
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        text = (json.dumps(self.record, indent=1) + "\n").encode()
         with contextlib.suppress(OSError):  # an account that cannot be written is no reason to stop
-            tmp.write_text(json.dumps(self.record, indent=1) + "\n")
+            if self._fd is not None and len(text) <= STATUS_ROOM:
+                os.pwrite(self._fd, text.ljust(STATUS_ROOM), 0)  # blank after: still JSON
+                return
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+            tmp.write_bytes(text.ljust(STATUS_ROOM))
             os.replace(tmp, self.path)
+            if self._fd is not None:
+                os.close(self._fd)
+            self._fd = os.open(self.path, os.O_WRONLY)
 
 
 def remove_tree_if_ours(folder: Path) -> None:

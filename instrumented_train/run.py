@@ -36,8 +36,9 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def run(cfg: RunConfig) -> None:
-    folders.check_out_folder(cfg.out, cfg.force)
-    folder = folders.writing_folder(cfg.out)  # decided before any rank creates anything
+    out = folders.place_of(cfg.out)
+    folders.check_out_folder(out, cfg.force)
+    folder = folders.writing_folder(out)  # decided before any rank creates anything
     env = init_distributed(cfg.device)
     signal.signal(signal.SIGTERM, _stop)
     status: folders.RankStatus | None = None
@@ -51,7 +52,7 @@ def run(cfg: RunConfig) -> None:
         status.finish("done")
         dist.barrier()
         if env.local_rank == 0:
-            folders.commit(folder, cfg.out)
+            folders.commit(folder, out)
         log.info("wrote %s", cfg.out)
         if cfg.store is not None and env.rank == 0:
             _store_run_record(cfg)

@@ -78,6 +78,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--bucket-cap-mb", type=float, help="DDP bucket size for the ddp and zero1 runs")
     args = p.parse_args(own)
+    args.out = folders.place_of(args.out)
     if any(n < 1 for n in args.dp):
         raise ConfigError("--dp degrees must be at least 1")
     if any(f.split("=")[0] in OWNED_FLAGS for f in passed):
@@ -102,6 +103,11 @@ def validate(args: argparse.Namespace, passed: list[str]) -> None:
         if not (args.out / "index.json").exists():
             raise ConfigError(
                 f"--out {args.out} is not a sweep folder (no index.json); not replacing it"
+            )
+        if Path.cwd().resolve().is_relative_to(args.out):
+            raise ConfigError(
+                f"--out {args.out} is the folder this command runs in (or holds it); not "
+                "replacing it: run from another folder"
             )
         incoming = args.out.with_name(args.out.name + folders.INCOMING)
         for folder in (args.out, incoming):

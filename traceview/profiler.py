@@ -68,8 +68,12 @@ def handler(
         target = out / trace_name(current_rank())
         # The .gz suffix makes the profiler compress; the leading dot hides it from readers.
         partial = target.with_name(f".{target.name}.partial.gz")
-        prof.export_chrome_trace(str(partial))
-        os.replace(partial, target)
+        try:
+            prof.export_chrome_trace(str(partial))
+            os.replace(partial, target)
+        except BaseException:
+            partial.unlink(missing_ok=True)  # a full disk is not made fuller by a part
+            raise
         if on_written:
             on_written(target.name)
         if store is not None:

@@ -1,14 +1,18 @@
 """The harness and the sweep refuse bad input with one line, before anything runs."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from instrumented_train.config import ConfigError
 from instrumented_train.distributed import check_devices
 from instrumented_train.strategies import unsupported_reason
+
+ROOT = Path(__file__).parents[2]
 
 
 def run(*args: str, module: str = "instrumented_train") -> subprocess.CompletedProcess[str]:
@@ -61,6 +65,50 @@ def test_force_never_replaces_a_folder_holding_other_files(tmp_path):
         "holds files the harness did not write (src, thesis.tex); not replacing it",
     )
     assert (tmp_path / "thesis.tex").read_text() == "precious"
+
+
+def test_force_never_replaces_the_folder_it_runs_in(tmp_path):
+    run_folder = tmp_path / "run"
+    run_folder.mkdir()
+    (run_folder / "run.json").write_text("{}")
+    here = "is the folder this command runs in"
+    for out, cwd, fragment in (
+        (".", run_folder, here),  # was a traceback: "." has no name to put ".incoming" after
+        (str(run_folder), run_folder, here),
+        (".", tmp_path, "holds files the harness did not write (run)"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "instrumented_train", "--out", out, "--force"],
+            capture_output=True, text=True, timeout=120, cwd=cwd,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        one_line(done, "instrumented_train: error: ", fragment)
+    assert (run_folder / "run.json").read_text() == "{}"
+
+
+def test_a_sweep_is_never_replaced_from_inside_it(tmp_path):
+    (tmp_path / "index.json").write_text('{"runs": []}')
+    done = subprocess.run(
+        [sys.executable, "-m", "instrumented_train.sweep", "--out", ".", "--force"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    one_line(done, "sweep: error: ", "is the folder this command runs in")
+    assert (tmp_path / "index.json").read_text() == '{"runs": []}'
+
+
+def test_force_never_writes_through_an_incoming_folder_holding_other_files(tmp_path):
+    out, incoming = tmp_path / "run", tmp_path / "run.incoming"
+    out.mkdir()
+    (out / "run.json").write_text("{}")
+    incoming.mkdir()
+    (incoming / "notes.txt").write_text("mine")
+    one_line(
+        run("--out", str(out), "--force"),
+        "instrumented_train: error: ",
+        f"{incoming} holds files the harness did not write (notes.txt); not writing there",
+    )
+    assert (incoming / "notes.txt").read_text() == "mine"
 
 
 @pytest.mark.parametrize(

@@ -90,6 +90,47 @@ def test_force_keeps_the_previous_run_until_the_new_one_succeeds(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
 
 
+def test_force_through_a_link_replaces_the_run_it_points_to(tmp_path):
+    run, link = tmp_path / "runs" / "a", tmp_path / "latest"
+    first = torchrun(run)
+    first.communicate(timeout=300)
+    assert first.returncode == 0
+    link.symlink_to(run)
+    again = torchrun(link, "--force", "--seed", "1")
+    log, _ = again.communicate(timeout=300)
+    assert again.returncode == 0, log
+    assert link.is_symlink() and link.resolve() == run.resolve()
+    assert json.loads((run / "run.json").read_text())["config"]["seed"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest", "runs"]  # nothing left over
+    assert sorted(p.name for p in run.parent.iterdir()) == ["a"]
+
+
+def _mount_tmpfs(where: Path, size: str) -> None:
+    where.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                          capture_output=True, text=True)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here (needs root): {done.stderr.strip()}")
+
+
+def test_a_full_disk_is_said_by_each_rank_not_taken_for_a_kill(tmp_path):
+    disk = tmp_path / "disk"
+    _mount_tmpfs(disk, "64k")  # room for the accounts, not for a trace
+    try:
+        out = disk / "run"
+        job = torchrun(out)
+        log, _ = job.communicate(timeout=300)
+        assert job.returncode != 0, log
+        left = sorted(p.name for p in out.iterdir())
+        result = traceview("analyze", out)
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+    assert left == ["rank0.status.json", "rank1.status.json"]  # no partial trace kept
+    assert result.code == 2 and result.err.count("\n") == 1
+    assert "rank 0 failed after" in result.err and "No space left on device" in result.err
+    assert "went silent" not in result.err
+
+
 def test_an_interrupted_sweep_keeps_a_valid_index(tmp_path):
     out = tmp_path / "sweep"
     cmd = [
@@ -113,3 +154,11 @@ def test_an_interrupted_sweep_keeps_a_valid_index(tmp_path):
     assert (out / "ddp-dp1" / "run.json").exists()
     # The interrupted run said why it stopped.
     assert status(out / "zero1-dp1", 0)["state"] == "stopped"
+    # compare reads the run that finished and says which point did not.
+    compared = traceview("compare", out, "--format", "json")
+    assert compared.code == 1
+    assert "zero1-dp1: the sweep's point interrupted: not analysed" in compared.err
+    doc = json.loads(compared.out)
+    assert [r["strategy"] for r in doc["runs"]] == ["ddp"]
+    (error,) = doc["errors"]
+    assert error["lost"] and "interrupted" in error["message"]

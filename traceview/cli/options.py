@@ -230,11 +230,11 @@ def say_losses(losses: Iterable[tuple[str, str]]) -> None:
 
 
 def exit_code(failures: Sequence[Failure], lossy: bool) -> int:
-    """A bug above all, then bad input; a trace whose worker died (killed, out of memory) is
-    input lost, as a trace cut short is, not bad input."""
+    """A bug above all, then bad input; input lost through no fault of its own (Failure.lost)
+    is as a trace cut short: results written, some input missing."""
     if any(f.internal for f in failures):
         return EXIT_INTERNAL
-    if any(not f.crashed for f in failures):
+    if any(not f.lost for f in failures):
         return EXIT_BAD_INPUT
     return EXIT_DATA_LOSS if failures or lossy else EXIT_OK
 
@@ -242,4 +242,4 @@ def exit_code(failures: Sequence[Failure], lossy: bool) -> int:
 def report_failure(failure: Failure, args: argparse.Namespace) -> None:
     if failure.internal and getattr(args, "debug", False):
         sys.stderr.write(failure.internal)
-    say("error", failure.message.replace(A_BUG, A_BUG_DEBUG))
+    say("warning" if failure.lost else "error", failure.message.replace(A_BUG, A_BUG_DEBUG))

@@ -150,6 +150,10 @@ def ingest(
         written: list[Path] = []
         with lock.writer(root, on_wait=on_wait):
             for source, name in zip(sources, names, strict=True):
+                if source.unfinished is not None:  # a sweep's point that did not finish
+                    why = f"{source.name}: {source.unfinished}"
+                    failures.append(Failure(Path(source.name), why, lost=True))
+                    continue
                 done = [by_trace[f] for f in source.files if f in by_trace]
                 mine = [o for o in done if isinstance(o, Written)]
                 failed = [o for o in done if isinstance(o, Failure)]

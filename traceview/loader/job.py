@@ -190,6 +190,10 @@ def load_runs(
     outcomes |= zip(partitions, read_partitions(partitions, options, on_done), strict=True)
     loaded, failures, skipped = [], [], []
     for source in sources:
+        if source.unfinished is not None:
+            said = f"{source.name}: {source.unfinished}"
+            failures.append(Failure(Path(source.name), said, lost=True))
+            continue
         reports = [o for f in source.files if isinstance(o := outcomes[f], RankReport)]
         for f in source.files:
             if isinstance(o := outcomes[f], Failure):

@@ -24,8 +24,8 @@ class RunSummary:
 def summarize(source: RunSource) -> RunSummary:
     """The run's trace count and its run record's headline, reading only run.json."""
     record: RunRecord | None = None
-    problem = None
-    if source.folder is not None:
+    problem = source.unfinished
+    if source.folder is not None and problem is None:
         try:
             record = read_run_record(source.folder)
         except TraceviewError as e:

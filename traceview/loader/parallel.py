@@ -22,7 +22,9 @@ class Failure:
     message: str
     not_a_trace: bool = False  # well-formed JSON of another kind
     internal: str | None = None  # a bug, not bad input: its traceback
-    crashed: bool = False  # its worker died (killed, out of memory): the input was not at fault
+    # Not read, through no fault of the input: its worker died (killed, out of memory), or its
+    # sweep point did not finish. Input lost, as a trace cut short is (exit 1), not bad input.
+    lost: bool = False
     cannot_write: str | None = None  # what it wrote could not be (the system's reason)
 
 
@@ -30,7 +32,7 @@ def crashed(task: tuple[object, ...], why: str) -> Failure:
     """What a task on a trace (its first argument) whose worker died gives."""
     path = task[0]
     assert isinstance(path, Path)
-    return Failure(path, f"{path}: the process analysing it {why}", crashed=True)
+    return Failure(path, f"{path}: the process analysing it {why}", lost=True)
 
 
 Outcome = RankReport | Failure

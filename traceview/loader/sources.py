@@ -44,6 +44,7 @@ class RunSource:
     folder: Path | None  # None for a trace (or stream) named on its own
     files: tuple[Path, ...]  # empty for a run folder that stopped before writing a trace
     stored: bool = False
+    unfinished: str | None = None  # a sweep's point that did not finish: why (not read)
 
     @property
     def name(self) -> str:
@@ -106,7 +107,10 @@ def _folder_runs(folder: Path, within: Path | None) -> list[RunSource]:
     if folder.name.startswith("job=") and layout.is_store(folder.parent):  # one job of a store
         return [_stored_run(folder.parent, folder.name.removeprefix("job="), within)]
     if (folder / SWEEP_INDEX).is_file():
-        return [_run(run) for run in read_sweep_index(folder / SWEEP_INDEX)]
+        return [
+            _run(run) if why is None else RunSource(run, (), unfinished=why)
+            for run, why in read_sweep_index(folder / SWEEP_INDEX)
+        ]
     traces = tuple(sorted(p for p in folder.iterdir() if is_trace_file(p) and _inside(p, within)))
     if traces:
         return [RunSource(folder, traces)]

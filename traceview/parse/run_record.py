@@ -215,18 +215,28 @@ class SweepPoint(msgspec.Struct, frozen=True):
     status: str  # ok, failed, interrupted
     strategy: str | None = None
     dp: int | None = None
+    exit_code: int | None = None
+    log: str | None = None  # relative to the sweep folder
 
 
 class SweepIndex(msgspec.Struct, frozen=True):
     runs: list[SweepPoint]
 
 
-def read_sweep_index(path: Path) -> list[Path]:
-    """The run folders of a sweep that succeeded — its own subfolders, nothing elsewhere."""
+def read_sweep_index(path: Path) -> list[tuple[Path, str | None]]:
+    """The sweep's points — its own subfolders, nothing elsewhere — each with why it did not
+    finish (None for a run that succeeded)."""
     index = _decode(path, SweepIndex, "sweep index")
     folder = path.parent
-    runs = [folder / point.path for point in index.runs if point.status == "ok"]
-    for run in runs:
+    points = []
+    for point in index.runs:
+        run = folder / point.path
         if not run.resolve().is_relative_to(folder.resolve()):
             raise TraceviewError(f"{path}: lists a run outside its folder: {run}")
-    return runs
+        why = None
+        if point.status != "ok":
+            exit_code = "" if point.exit_code is None else f", exit {point.exit_code}"
+            log = f"; its log: {folder / point.log}" if point.log else ""
+            why = f"the sweep's point {point.status}{exit_code}: not analysed{log}"
+        points.append((run, why))
+    return points

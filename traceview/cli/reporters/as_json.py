@@ -38,9 +38,15 @@ def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> 
             ranks=[_rank(r, steps) for r in runs.reports],
             jobs=[_spread(job, steps) for job in runs.jobs],
             findings=[finding(f) for f in runs.findings()],
-            errors=[{"path": str(f.path), "message": f.message} for f in runs.failures],
+            errors=_errors(runs),
         )
     )
+
+
+def _errors(runs: Runs) -> list[dict[str, Any]]:
+    """What could not be read: `lost` when through no fault of the input (a killed worker, a
+    sweep's point that did not finish)."""
+    return [{"path": str(f.path), "message": f.message, "lost": f.lost} for f in runs.failures]
 
 
 def _spread(job: Job, steps: StepSelection | None) -> dict[str, Any]:
@@ -220,5 +226,6 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
             "compare",
             runs=[asdict(r) for r in runs.scaling()],
             findings=[finding(f) for f in runs.findings(memory_budget_bytes)],
+            errors=_errors(runs),
         )
     )
