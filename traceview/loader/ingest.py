@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,7 +124,7 @@ def ingest(
             "--job NAME"
         )
     with lock.own_folder(root) as incoming:
-        tasks, unchanged, owners = [], {}, {}
+        tasks, unchanged = [], {}
         for source, name in zip(sources, names, strict=True):
             known = _stored_sources(root, name)
             for i, path in enumerate(source.files):
@@ -134,7 +134,6 @@ def ingest(
                     continue
                 folder = incoming / name / str(i)
                 tasks.append((path, folder, comm_pattern, max_event_bytes, max_memory_bytes))
-                owners[path] = name
         if engine == "ray":
             outcomes = map_on_ray(ingest_trace, tasks, address, on_done, on_crash=crashed)
         else:
@@ -145,67 +144,88 @@ def ingest(
                 f"{root}: cannot write ({unwritable[0]}); nothing in the store was changed"
             )
         by_trace = {task[0]: o for task, o in zip(tasks, outcomes, strict=True)}
-        failures: list[Failure] = []
-        skipped: list[Path] = []
-        written: list[Path] = []
         with lock.writer(root, on_wait=on_wait):
-            for source, name in zip(sources, names, strict=True):
-                if source.unfinished is not None:  # a sweep's point that did not finish
-                    why = f"{source.name}: {source.unfinished}"
-                    failures.append(Failure(Path(source.name), why, lost=True))
-                    continue
-                done = [by_trace[f] for f in source.files if f in by_trace]
-                mine = [o for o in done if isinstance(o, Written)]
-                failed = [o for o in done if isinstance(o, Failure)]
-                for f in failed:  # a file that is no trace, in a run folder: skipped
-                    if f.not_a_trace and source.folder is not None:
-                        skipped.append(f.path)
-                    else:
-                        failures.append(f)
-                kept = {f: unchanged[f] for f in source.files if f in unchanged}
-                lost = [f for f in failed if not f.not_a_trace]  # a job's traces not stored
-                if not (mine or kept or lost):
-                    continue
-                try:
-                    written += _commit(root, name, source, mine, kept, lost)
-                except CannotWrite as e:
-                    raise CannotWrite(root, e.reason) from None
-                except TraceviewError as e:
-                    failures.append(Failure(source.folder or source.files[0], e.message))
+            written, failures, skipped = _commit_jobs(
+                root, zip(sources, names, strict=True), by_trace, unchanged
+            )
     return Ingested(
         store=root,
         jobs=tuple(names),
-        written=tuple(written),
+        written=written,
         unchanged=tuple(unchanged),
-        failures=tuple(failures),
-        skipped=tuple(skipped),
+        failures=failures,
+        skipped=skipped,
         losses=tuple(
             (o.trace, loss) for o in outcomes if isinstance(o, Written) for loss in o.losses
         ),
     )
 
 
+def _commit_jobs(
+    root: Path,
+    jobs: Iterable[tuple[RunSource, str]],
+    by_trace: dict[Path, IngestOutcome],
+    unchanged: dict[Path, int | None],
+) -> tuple[tuple[Path, ...], tuple[Failure, ...], tuple[Path, ...]]:
+    """(Under the writer lock.) Each job's outcome into place: the partitions written, the
+    failures, the files skipped."""
+    failures: list[Failure] = []
+    skipped: list[Path] = []
+    written: list[Path] = []
+    for source, name in jobs:
+        if source.unfinished is not None:  # a sweep's point that did not finish
+            said = f"{source.name}: {source.unfinished}"
+            failures.append(Failure(Path(source.name), said, lost=True))
+            continue
+        done = [by_trace[f] for f in source.files if f in by_trace]
+        mine = [o for o in done if isinstance(o, Written)]
+        failed = [o for o in done if isinstance(o, Failure)]
+        for f in failed:  # a file that is no trace, in a run folder: skipped
+            if f.not_a_trace and source.folder is not None:
+                skipped.append(f.path)
+            else:
+                failures.append(f)
+        kept = {f: unchanged[f] for f in source.files if f in unchanged}
+        lost = [f for f in failed if not f.not_a_trace]  # the job's traces not stored
+        if not (mine or kept or lost):
+            continue
+        try:
+            written += _commit(root, name, _JobOutcome(source, mine, kept, lost))
+        except CannotWrite as e:
+            raise CannotWrite(root, e.reason) from None
+        except TraceviewError as e:
+            failures.append(Failure(source.folder or source.files[0], e.message))
+    return tuple(written), tuple(failures), tuple(skipped)
+
+
 def ingest_one(trace: Path, store: str | Path, job: str, comm_pattern: str | None = None) -> Path:
     """One rank's trace into its job's partition, in this process (the profiler handler, on
     the rank that wrote the trace); its partition's folder. The job's other ranks may be
-    storing theirs at the same time."""
+    storing theirs at the same time. A trace that cannot be stored is recorded as such (the
+    job, read, says so) and raised."""
     root = layout.open_store(Path(store), create=True)
     layout.check_job_name(job)
     with lock.own_folder(root) as incoming:
         outcome = ingest_trace(trace, incoming / "0", comm_pattern, MAX_EVENT_BYTES)
-        if isinstance(outcome, Failure):
-            raise TraceviewError(outcome.message)
         with lock.writer(root):
-            target = layout.partition_dir(root, job, outcome.rank)
-            _replace_dir(outcome.folder, target)
+            try:
+                layout.job_dir(root, job).mkdir(exist_ok=True)
+            except OSError as e:
+                raise layout.cannot_write(root, e) from None
+            stored: dict[Path, int | None] = {}
+            if isinstance(outcome, Written):
+                _replace_dir(outcome.folder, layout.partition_dir(root, job, outcome.rank))
+                stored[trace] = outcome.rank
             old = _job_record(root, job)
             record = layout.JobRecord(
                 source=old.source if old else str(trace.parent.resolve()),
                 incomplete=old.incomplete if old else None,
-                traces=_merged(old, {trace: outcome.rank}, []),
+                traces=_merged(old, stored, [outcome] if isinstance(outcome, Failure) else []),
             )
             layout.write_job_record(root, job, record)
-    return target
+    if isinstance(outcome, Failure):
+        raise TraceviewError(outcome.message)
+    return layout.partition_dir(root, job, outcome.rank)
 
 
 def _sources(paths: Sequence[str | Path], root: Path) -> list[RunSource]:
@@ -267,17 +287,21 @@ def _unchanged(path: Path, known: list[_Known], comm_pattern: str | None) -> _Kn
     return next((k for k in candidates if k.source.same_content(now)), None)
 
 
-def _commit(
-    root: Path,
-    job: str,
-    source: RunSource,
-    written: list[Written],
-    unchanged: dict[Path, int | None],
-    failed: list[Failure],
-) -> list[Path]:
+@dataclass(frozen=True)
+class _JobOutcome:
+    """What this ingest did with one job's traces."""
+
+    source: RunSource
+    written: list[Written]
+    unchanged: dict[Path, int | None]  # trace -> the rank of its partition, up to date
+    failed: list[Failure]  # traces of the job that could not be stored
+
+
+def _commit(root: Path, job: str, outcome: _JobOutcome) -> list[Path]:
     """(Under the writer lock.) The job's new partitions into place, and its job record and
     run record beside them. Refused whole when the traces cannot be one job (nothing in place
     changes)."""
+    source, written = outcome.source, outcome.written
     if source.folder is not None and written:
         check_one_job(source.folder, written)
         rankless = [w.trace.name for w in written if w.rank is None]
@@ -293,28 +317,24 @@ def _commit(
     except OSError as e:
         raise layout.cannot_write(folder, e) from None
     try:
-        return _put_in_place(root, job, source, written, unchanged, failed)
+        return _put_in_place(root, job, outcome)
     except BaseException:
         if new_job:
             shutil.rmtree(folder, ignore_errors=True)  # no job is better than an empty one
         raise
 
 
-def _put_in_place(
-    root: Path,
-    job: str,
-    source: RunSource,
-    written: list[Written],
-    unchanged: dict[Path, int | None],
-    failed: list[Failure],
-) -> list[Path]:
+def _put_in_place(root: Path, job: str, outcome: _JobOutcome) -> list[Path]:
+    source, written = outcome.source, outcome.written
     folder = layout.job_dir(root, job)
     where = source.folder if source.folder is not None else source.files[0]
     old = _job_record(root, job)
     record = layout.JobRecord(
         source=str(where.resolve()),
         incomplete=incomplete_run(source.folder) if source.folder is not None else None,
-        traces=_merged(old, {**unchanged, **{w.trace: w.rank for w in written}}, failed),
+        traces=_merged(
+            old, {**outcome.unchanged, **{w.trace: w.rank for w in written}}, outcome.failed
+        ),
     )
     if record != old:
         layout.write_job_record(root, job, record)

@@ -159,6 +159,9 @@ def _without_far_events(table: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     and how many those were."""
     if table.height == 0:
         return table, 0
+    first, last = table.select(pl.col("ts_ns").min(), pl.col("end_ns").max()).row(0)
+    if last - first <= FAR_NS:  # every event lies within a day of any start, the median's too
+        return table, 0
     middle = int(table.select(pl.col("ts_ns").median()).item())
     near = (pl.col("ts_ns") >= middle - FAR_NS) & (pl.col("end_ns") <= middle + FAR_NS)
     far = table.height - int(table.select(near.sum()).item())
