@@ -61,11 +61,13 @@ class _Worker:
         theirs.close()
         self.task: int | None = None  # the index of the task it holds
 
-    def stop(self) -> None:
+    def let_go(self) -> None:
         with suppress(OSError, ValueError):
             self.conn.close()  # an idle worker leaves when its pipe closes
         if self.task is not None and self.process.is_alive():
             self.process.kill()  # one still working (an interrupt): now
+
+    def join(self) -> None:
         self.process.join(timeout=5)
         if self.process.is_alive():
             self.process.kill()
@@ -84,8 +86,10 @@ class _Pool:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        for worker in self._workers:  # all told first, so they leave together
+            worker.let_go()
         for worker in self._workers:
-            worker.stop()
+            worker.join()
 
     def _start(self) -> _Worker:
         with _workers_skip_main(), preload.for_workers():
@@ -141,7 +145,8 @@ class _Pool:
 
     def _replace(self, dead: _Worker) -> _Worker:
         dead.task = None
-        dead.stop()
+        dead.let_go()
+        dead.join()
         self._workers.remove(dead)
         return self._start()
 
