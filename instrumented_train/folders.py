@@ -54,17 +54,23 @@ def check_out_folder(out: Path, force: bool) -> None:
         if not force:
             raise ConfigError(f"--out {out} already exists; choose another folder or pass --force")
         _refuse_foreign(out, "not replacing it")
-        if Path.cwd().resolve().is_relative_to(out):
-            raise ConfigError(
-                f"--out {out} is the folder this command runs in (or holds it); not replacing "
-                "it: run from another folder"
-            )
+        refuse_the_folder_run_in(out)
         incoming = writing_folder(out)
         if incoming.exists():
             if not incoming.is_dir():
                 raise ConfigError(f"{incoming} exists and is not a folder; not writing there")
             _refuse_foreign(incoming, "not writing there")
     check_writable(out)
+
+
+def refuse_the_folder_run_in(out: Path) -> None:
+    """Replacing the folder this command runs in (or one holding it) would pull it from under
+    the user's shell; `out` as place_of gives it."""
+    if Path.cwd().resolve().is_relative_to(out):
+        raise ConfigError(
+            f"--out {out} is the folder this command runs in (or holds it); not replacing it: "
+            "run from another folder"
+        )
 
 
 def _refuse_foreign(folder: Path, what: str) -> None:

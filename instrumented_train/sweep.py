@@ -104,11 +104,7 @@ def validate(args: argparse.Namespace, passed: list[str]) -> None:
             raise ConfigError(
                 f"--out {args.out} is not a sweep folder (no index.json); not replacing it"
             )
-        if Path.cwd().resolve().is_relative_to(args.out):
-            raise ConfigError(
-                f"--out {args.out} is the folder this command runs in (or holds it); not "
-                "replacing it: run from another folder"
-            )
+        folders.refuse_the_folder_run_in(args.out)
         incoming = args.out.with_name(args.out.name + folders.INCOMING)
         for folder in (args.out, incoming):
             if folder.is_dir() and (foreign := _foreign(folder)):

@@ -17,7 +17,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
-from traceview.errors import TraceviewError
+from traceview.errors import CannotWrite, TraceviewError
 
 
 def refuse_inputs(output: str | None, inputs: Iterable[Path], trees: Iterable[Path] = ()) -> None:
@@ -79,7 +79,7 @@ def replacing(path: str | Path) -> Iterator[BinaryIO]:
             Path(tmp).unlink(missing_ok=True)
             raise
     except OSError as e:
-        raise TraceviewError(f"{path}: cannot write ({e.strerror or e})") from None
+        raise CannotWrite(path, e.strerror or str(e)) from None
 
 
 def _default_mode() -> int:

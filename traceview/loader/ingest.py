@@ -14,7 +14,7 @@ from pathlib import Path
 
 from traceview.errors import CannotWrite, TraceviewError
 from traceview.loader.engines import ENGINES, map_on_ray
-from traceview.loader.parallel import Failure, crashed, guarded
+from traceview.loader.parallel import Failure, crashed, guarded, not_finished
 from traceview.loader.rank import analyze_trace
 from traceview.loader.sources import RunSource, check_one_job, find_runs
 from traceview.loader.workers import map_in_processes
@@ -173,9 +173,8 @@ def _commit_jobs(
     skipped: list[Path] = []
     written: list[Path] = []
     for source, name in jobs:
-        if source.unfinished is not None:  # a sweep's point that did not finish
-            said = f"{source.name}: {source.unfinished}"
-            failures.append(Failure(Path(source.name), said, lost=True))
+        if source.folder is not None and source.unfinished is not None:
+            failures.append(not_finished(source.folder, source.unfinished))
             continue
         done = [by_trace[f] for f in source.files if f in by_trace]
         mine = [o for o in done if isinstance(o, Written)]

@@ -20,7 +20,7 @@ from traceview.analysis.rank import RankReport
 from traceview.analysis.scaling import ScalingRow, scaling_rows
 from traceview.analysis.strategy_of import StrategyOf
 from traceview.errors import Note, TraceviewError
-from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many
+from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many, not_finished
 from traceview.loader.sources import RunSource, check_one_job, find_runs
 from traceview.loader.stored import read_partitions, stored_incomplete
 from traceview.model import INTERVALS_SCHEMA
@@ -190,9 +190,8 @@ def load_runs(
     outcomes |= zip(partitions, read_partitions(partitions, options, on_done), strict=True)
     loaded, failures, skipped = [], [], []
     for source in sources:
-        if source.unfinished is not None:
-            said = f"{source.name}: {source.unfinished}"
-            failures.append(Failure(Path(source.name), said, lost=True))
+        if source.folder is not None and source.unfinished is not None:
+            failures.append(not_finished(source.folder, source.unfinished))
             continue
         reports = [o for f in source.files if isinstance(o := outcomes[f], RankReport)]
         for f in source.files:

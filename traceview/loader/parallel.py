@@ -28,6 +28,11 @@ class Failure:
     cannot_write: str | None = None  # what it wrote could not be (the system's reason)
 
 
+def not_finished(folder: Path, why: str) -> Failure:
+    """What a sweep's point that did not finish gives: said, not read."""
+    return Failure(folder, f"{folder}: {why}", lost=True)
+
+
 def crashed(task: tuple[object, ...], why: str) -> Failure:
     """What a task on a trace (its first argument) whose worker died gives."""
     path = task[0]

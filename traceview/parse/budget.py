@@ -2,11 +2,11 @@
 
 Memory grows with the events a trace holds, not with its bytes: a gzip of a few MB can expand to
 GBs of tiny events. The peak of an analysis (its tables, then the model built from them) stays
-under BYTES_PER_EVENT per complete event: about 250 bytes for the smallest events (a trace of two
-million tiny events peaks at ~500 MB above the interpreter), about half the file's size for real
-ones (benchmarks/bench_analyze.py, "Speed and memory"). Events are counted as they are read; a
-trace whose events would need more than the bound is refused in one line, before the memory is
-taken.
+under BYTES_PER_EVENT per complete event: about 250 bytes for the smallest events (measured once,
+by hand: a trace of two million tiny events peaked ~500 MB above the interpreter), about half the
+file's size for real ones (benchmarks/bench_analyze.py, "Speed and memory"). Events are counted
+as they are read; a trace whose events would need more than the bound is refused in one line,
+before the memory is taken.
 """
 
 from __future__ import annotations
