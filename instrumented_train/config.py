@@ -8,6 +8,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal
 
+import msgspec
+
+from traceview.parse.run_record import RunFlags
 from traceview.strategies import PRECISION_OF_RUN, STRATEGIES
 
 DeviceChoice = Literal["auto", "cpu", "cuda"]
@@ -156,8 +159,9 @@ class RunConfig:
     def steps(self) -> int:
         return self.baseline_steps + self.wait + self.warmup + self.active
 
-    def as_record(self) -> dict[str, object]:
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+    def as_record(self) -> RunFlags:
+        flags = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+        return msgspec.convert(flags, RunFlags)
 
 
 _FIELDS = {f.name: f for f in fields(RunConfig)}

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from instrumented_train.config import ConfigError, RunConfig
-from traceview.cli.helpformat import DefaultsHelp
+from traceview.helpformat import DefaultsHelp
 
 
 class _Parser(argparse.ArgumentParser):

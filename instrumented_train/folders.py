@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -190,9 +189,3 @@ class RankStatus:
             if self._fd is not None:
                 os.close(self._fd)
             self._fd = os.open(self.path, os.O_WRONLY)
-
-
-def remove_tree_if_ours(folder: Path) -> None:
-    """For the sweep: a run folder it made goes only if it holds the harness's files alone."""
-    if folder.is_dir() and not foreign_files(folder):
-        shutil.rmtree(folder)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Static checks: ruff (lint and format) and mypy, as configured in pyproject.toml.
+# Static checks: ruff (lint and format), mypy, the layer contract (.importlinter) and dead code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -8,3 +8,7 @@ venv="${TRACEVIEW_VENV:-.venv}"
 "$venv/bin/ruff" format --check .
 "$venv/bin/mypy"
 "$venv/bin/mypy" instrumented_train
+"$venv/bin/lint-imports" --no-cache
+# Dead code. The documents' fields are the published output (docs/schema), read by its readers.
+"$venv/bin/vulture" traceview instrumented_train scripts --min-confidence 60 \
+  --exclude traceview/documents/structs.py

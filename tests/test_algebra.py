@@ -7,7 +7,6 @@ from traceview.algebra import (
     IntervalSet,
     clip,
     difference,
-    group_ids,
     intersect,
     overlap_length,
     union,
@@ -53,12 +52,6 @@ def test_clip_to_window():
     a = union([0, 20], [10, 25])
     assert as_pairs(clip(a, 5, 22)) == [(5, 10), (20, 22)]
     assert clip(a, 11, 19).length == 0
-
-
-def test_group_ids_of_sorted_intervals():
-    starts = np.array([0, 2, 5, 12, 13], dtype=np.int64)
-    ends = np.array([10, 4, 11, 14, 20], dtype=np.int64)
-    assert group_ids(starts, ends).tolist() == [0, 0, 0, 1, 1]
 
 
 intervals = st.lists(

@@ -1,6 +1,6 @@
-"""traceview sets up polars' allocator and numpy's BLAS threads before either library loads,
-gives the worker processes of a many-trace load a polars pool of one thread, and leaves a
-user's own settings."""
+"""The traceview program sets up polars' allocator and numpy's BLAS threads before either library
+loads, gives the worker processes of a many-trace load a polars pool of one thread, and leaves a
+user's own settings; traceview imported as a library changes no setting at all."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import sys
 
 from traceview.preload import BLAS_THREADS_ENV, JEMALLOC_CONF, JEMALLOC_ENV, POLARS_THREADS_ENV
 
-# Prints each setting as it stands when its library is first imported, however traceview gets
+# Prints each setting as it stands when its library is first imported, however the program gets
 # there.
 _AT_IMPORT = f"""
 import os, sys
@@ -23,7 +23,21 @@ class Spy:
             print("numpy", os.environ.get({BLAS_THREADS_ENV!r}))
         return None
 sys.meta_path.insert(0, Spy())
-import traceview
+import traceview.cli
+"""
+
+# The environment after traceview is imported and used as a library, as a training process or a
+# notebook would, beside what polars and numpy themselves do to it when they load.
+_AS_A_LIBRARY = """
+import json, os, sys
+before = dict(os.environ)
+if sys.argv[1] == "traceview":
+    import traceview, traceview.profiler
+    traceview.load, traceview.ingest, traceview.load_runs
+else:
+    import numpy, polars
+print(json.dumps({k: os.environ.get(k) for k in set(before) | set(os.environ)
+                  if before.get(k) != os.environ.get(k)}))
 """
 
 # What a worker process started by a many-trace load sees, and the setting after the load.
@@ -69,3 +83,11 @@ def test_worker_processes_get_a_pool_of_one_thread_and_the_setting_comes_back():
 
 def test_a_users_own_pool_size_reaches_the_workers_too():
     assert _run(_IN_WORKERS, _env(**{POLARS_THREADS_ENV: "3"})) == {"workers": "3", "after": "3"}
+
+
+def test_traceview_as_a_library_changes_no_setting_its_libraries_do_not():
+    def changed(what: str) -> str:
+        run = [sys.executable, "-c", _AS_A_LIBRARY, what]
+        return subprocess.run(run, env=_env(), capture_output=True, text=True, check=True).stdout
+
+    assert changed("traceview") == changed("libraries")

@@ -160,7 +160,7 @@ def write(path: Path, doc: Any, gz: bool | None = None) -> Path:
     return path
 
 
-# -- the two worked examples of the README's metric definitions -------------------------------
+# -- the two worked examples of the metric definitions (docs/metrics.md) -------------------------------
 
 
 def gpu_example(group: int | None = None) -> list[Event]:

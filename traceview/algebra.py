@@ -49,17 +49,6 @@ def union(starts: npt.ArrayLike, ends: npt.ArrayLike) -> IntervalSet:
     return IntervalSet(s[heads], np.maximum.reduceat(e, heads))
 
 
-def group_ids(starts: Ints, ends: Ints) -> npt.NDArray[np.int64]:
-    """For intervals sorted by start: the index of the merged interval each one falls in."""
-    if starts.size == 0:
-        return np.empty(0, np.int64)
-    reach = np.maximum.accumulate(ends)
-    first = np.empty(starts.size, dtype=bool)
-    first[0] = True
-    first[1:] = starts[1:] >= reach[:-1]
-    return np.cumsum(first) - 1
-
-
 def _sweep(a: IntervalSet, b: IntervalSet, in_a: bool, in_b: bool | None) -> IntervalSet:
     """Points covered by a (or not, per in_a) and by b (or not; None = either)."""
     points = np.concatenate([a.starts, a.ends, b.starts, b.ends])

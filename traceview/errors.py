@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-# Exit codes shared by every command (README "Exit codes and errors"): 0 clean, 1 results
+# Exit codes shared by every command (docs/errors.md): 0 clean, 1 results
 # written but some input was lost or skipped (see the notes), 2 bad input or usage, 3 an internal
 # error (a bug), 130 interrupted.
 EXIT_OK = 0
@@ -47,6 +47,15 @@ class CannotWrite(TraceviewError):
     def __init__(self, path: object, reason: str) -> None:
         super().__init__(f"{path}: cannot write ({reason})")
         self.reason = reason
+
+
+def unreadable(path: object, error: OSError) -> TraceviewError:
+    """The one message for a file the operating system would not let us read."""
+    if isinstance(error, FileNotFoundError):
+        return TraceviewError(f"{path}: no such file")
+    if isinstance(error, PermissionError):
+        return TraceviewError(f"{path}: permission denied")
+    return TraceviewError(f"{path}: cannot read ({error.strerror or error})")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,5 +1,7 @@
-"""Settings for the native libraries traceview loads, made before they load (the package imports
-this first); a setting of the user's own, in the same variable, is left as it is.
+"""Settings for the native libraries traceview loads, made by the `traceview` program before they
+load (traceview/cli/__init__.py calls `for_the_program` first) and inherited by its worker
+processes; a setting of the user's own, in the same variable, is left as it is. Importing
+traceview as a library (a training process, a notebook) changes nothing.
 
 - polars' allocator (jemalloc): one arena and no per-thread caches. Parsing (two threads) and
   the model allocate and free large tables in quick succession; with an arena per thread, what
@@ -37,8 +39,11 @@ def cores() -> int:
     return os.cpu_count() or 1
 
 
-os.environ.setdefault(JEMALLOC_ENV, JEMALLOC_CONF)
-os.environ.setdefault(BLAS_THREADS_ENV, "1")
+def for_the_program() -> None:
+    """polars' allocator and numpy's BLAS threads, for this process and those it starts. Effective
+    only before polars and numpy load."""
+    os.environ.setdefault(JEMALLOC_ENV, JEMALLOC_CONF)
+    os.environ.setdefault(BLAS_THREADS_ENV, "1")
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""Findings (README "Findings"): each rule on a trace built to trigger it, and silent on one
+"""Findings (docs/findings.md): each rule on a trace built to trigger it, and silent on one
 built not to; the numbers are worked out by hand below each trace."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 import traceview
 from tests import tracebuild as tb
 from tests.cli.run_cli import traceview as cli
-from traceview.analysis.findings import NO_FINDINGS, memory_fit
-from traceview.parse.run_record import GlobalBatch, RunRecord
+from traceview.analysis.findings import NO_FINDINGS
+from traceview.analysis.run_findings import memory_fit
+from traceview.parse.run_record import GlobalBatch, RunFlags, RunRecord
 
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 ALLGATHER = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -201,7 +202,7 @@ def test_noisy_step_times(tmp_path):
 def record(strategy: str, params: int, dp: int) -> RunRecord:
     batch = GlobalBatch(micro_batch=1, dp=dp, grad_accum=1, samples=dp, tokens=dp)
     return RunRecord(record_version=1, strategy=strategy, world_size=dp, num_params=params,
-                     config={"precision": "fp32"}, global_batch=batch, ranks=[])  # fmt: skip
+                     config=RunFlags(precision="fp32"), global_batch=batch, ranks=[])  # fmt: skip
 
 
 def test_the_least_sharding_that_fits_a_memory_budget():

@@ -1,5 +1,5 @@
 """The what-if prediction of efficiency at larger DP degrees, on hand-made runs whose answers are
-computed by hand (README "Dashboard": the prediction's model)."""
+computed by hand (docs/commands/dashboard.md: the prediction's model)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import pytest
 
 import traceview
 from traceview.analysis.theory import comm_theory
+from traceview.parse.run_record import RunFlags
 
 PSI = 1000
 
@@ -74,9 +75,9 @@ def test_one_rank_exchanges_nothing_and_unknowns_stay_unknown():
 
 
 def test_run_precision_maps_the_harness_names():
-    assert traceview.run_precision({"precision": "bf16"}) == "mixed"
-    assert traceview.run_precision({}) == "fp32"  # records that do not say ran fp32
-    assert traceview.run_precision({"precision": "fp8"}) is None
+    assert traceview.run_precision(RunFlags(precision="bf16")) == "mixed"
+    assert traceview.run_precision(RunFlags()) == "fp32"  # records that do not say ran fp32
+    assert traceview.run_precision(RunFlags(precision="fp8")) is None
 
 
 def test_the_harness_offers_exactly_the_registry():

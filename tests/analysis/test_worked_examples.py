@@ -1,5 +1,5 @@
 """Every metric on the two hand-built traces of tests/tracebuild.py, answers computed by hand
-(README "Metric definitions" walks through the same numbers). Times in µs -> ns."""
+(docs/metrics.md walks through the same numbers). Times in µs -> ns."""
 
 import pytest
 

@@ -10,7 +10,6 @@ import signal
 import stat
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -50,21 +49,19 @@ def test_dev_stdin_and_an_empty_pipe():
 
 
 def test_a_named_pipe_is_read_and_a_silent_one_is_said(tmp_path):
+    # The trace is written only once traceview has said it is waiting: no race with its timer.
     fifo = tmp_path / "trace.json"
     os.mkfifo(fifo)
-
-    def write_later() -> None:
-        time.sleep(2.5)  # past the one second after which traceview says it is waiting
+    command = [sys.executable, "-m", "traceview", "analyze", str(fifo)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stderr is not None
+        said = proc.stderr.readline().decode()
+        assert said.startswith("traceview: waiting: nothing has arrived yet from"), said
         with fifo.open("wb") as f:
             f.write(json.dumps(tb.document(GOOD)).encode())
-
-    writer = threading.Thread(target=write_later)
-    writer.start()
-    result = traceview("analyze", fifo)
-    writer.join()
-    assert result.code == 0
-    assert "traceview: waiting: nothing has arrived yet from" in result.err
-    assert "rank 0 of 2" in result.out
+        out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0
+    assert "rank 0 of 2" in out.decode()
 
 
 def test_a_full_or_closed_stdout_is_one_line(tmp_path):

@@ -162,7 +162,7 @@ def test_each_trace_carries_its_run_and_traceview_reads_it(strategies_w2):
         for rank in range(N):
             said = analyze_trace(run.trace(rank)).run
             assert said is not None and said.record_version == RECORD_VERSION
-            assert (said.strategy, said.world_size, said.config["seq_len"]) == (name, N, 32)
+            assert (said.strategy, said.world_size, said.config.seq_len) == (name, N, 32)
         # Carried away from its folder (no run.json beside it), a trace still names its run.
         alone = run.folder.parent / f"{name}-alone"
         alone.mkdir()
@@ -175,7 +175,7 @@ def test_the_run_record_is_the_one_schema_traceview_reads(strategies_w2):
     for name, run in strategies_w2.items():
         record = read_run_record(run.folder)
         assert record is not None and record.record_version == RECORD_VERSION
-        assert record.strategy == name and record.config["seq_len"] == 32
+        assert record.strategy == name and record.config.seq_len == 32
         assert [r.rank for r in record.ranks] == list(range(N))
         assert all(r.peak_memory is not None and r.peak_memory.bytes > 0 for r in record.ranks)
 

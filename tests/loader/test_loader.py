@@ -13,6 +13,7 @@ import pytest
 import traceview
 from tests import tracebuild as tb
 from tests.cli.run_cli import traceview as cli
+from tests.documents.test_schemas import validate
 
 ROOT = Path(__file__).parents[2]
 SAMPLES = ROOT / "sample_traces"
@@ -62,10 +63,27 @@ def test_a_job_brings_its_calls_intervals_and_run_record():
     assert job.cross_rank is not None and job.cross_rank.aligned
 
 
-def test_intervals_need_them_kept(tmp_path):
-    job = traceview.load(tb.write(tmp_path / "rank0.json", tb.document(tb.gpu_example())))
-    with pytest.raises(traceview.TraceviewError, match="keep_intervals"):
-        _ = job.intervals
+def test_intervals_left_out_of_a_load_are_read_when_first_asked_for(tmp_path):
+    path = tb.write(tmp_path / "rank0.json", tb.document(tb.gpu_example()))
+    job = traceview.load(path)
+    assert job.ranks[0].intervals is None
+    kept = traceview.load(path, keep_intervals=True).intervals
+    assert job.intervals.equals(kept) and kept.height > 0
+    path.unlink()  # read once: not again
+    assert job.intervals.equals(kept)
+
+
+def test_intervals_of_a_stream_cannot_be_read_again():
+    data = json.dumps(tb.document(tb.gpu_example())).encode()
+    script = (
+        "import traceview\n"
+        "job = traceview.load('-')\n"
+        "try:\n    job.intervals\nexcept traceview.TraceviewError as e:\n    print(e.message)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], input=data, capture_output=True, timeout=120, check=True
+    )
+    assert done.stdout.decode().strip() == "-: a stream cannot be read again for its intervals"
 
 
 def test_many_runs_are_loaded_together_and_one_run_is_asked_for_by_name():
@@ -97,8 +115,7 @@ def test_the_run_record_is_read_only_when_a_figure_needs_it(tmp_path):
 def test_every_command_takes_a_folder_of_runs(args):
     result = cli(*args, "--format", "json")
     assert result.code == 0, result.err
-    doc = json.loads(result.out)
-    assert doc["command"] == args[0] and doc["schema_version"] == 1
+    doc = validate(args[0], result.out)  # against docs/schema
     found = doc.get("runs") or doc.get("jobs")
     assert len(found) == 12  # 4 strategies × DP 1, 2, 4
     if args[0] == "analyze":

@@ -11,9 +11,10 @@ import pytest
 
 from tests import tracebuild as tb
 from traceview.errors import TraceviewError
-from traceview.parse import read_trace
+from traceview.parse import json_text, read_trace
 from traceview.parse import source as source_module
 from traceview.parse import stream as stream_module
+from traceview.parse.decode import BatchDecoder
 
 OK = tb.cpu_op("aten::mm", 1, 1)
 
@@ -151,13 +152,13 @@ def test_boundaries_inside_strings_cost_no_decoding(tmp_path, monkeypatch):
     events = [tb.cpu_op('x}, {"y": "}, {' * 200 + f"{i}", i, 1) for i in range(200)]
     path = tb.write(tmp_path / "t.json", tb.document(events))
     calls = []
-    real = stream_module.EventStream._decode
+    real = BatchDecoder.decode
 
     def counting(self, doc):
         calls.append(len(doc))
         return real(self, doc)
 
-    monkeypatch.setattr(stream_module.EventStream, "_decode", counting)
+    monkeypatch.setattr(BatchDecoder, "decode", counting)
     trace = read_trace(path)
     assert trace.events.height == 200 and not lossy(trace)
     chunks = path.stat().st_size // 4096 + 1
@@ -166,7 +167,7 @@ def test_boundaries_inside_strings_cost_no_decoding(tmp_path, monkeypatch):
 
 def test_event_texts_split_only_outside_strings():
     inner = b'[{"a": "}, {"}, {"b": [{"c": 1}, {"d": 2}]}, {"e": "\\"}, {"}, 7, [[1]]]'
-    pieces = list(stream_module._event_texts(inner, 1, len(inner) - 1))
+    pieces = list(json_text.event_texts(inner, 1, len(inner) - 1))
     assert [msgspec.json.decode(t) for _, t in pieces] == [
         {"a": "}, {"},
         {"b": [{"c": 1}, {"d": 2}]},
@@ -195,7 +196,7 @@ def test_a_syntax_error_after_a_value_too_deep_to_decode_is_found_in_one_pass(
         decoded.append(len(data))
         return real(data, *args, **kwargs)
 
-    monkeypatch.setattr(stream_module.msgspec.json, "decode", counting)
+    monkeypatch.setattr(msgspec.json, "decode", counting)
     with pytest.raises(TraceviewError) as e:
         read(tmp_path, text)
     assert e.value.message.endswith(

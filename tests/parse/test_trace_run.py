@@ -12,10 +12,10 @@ def test_a_trace_names_its_run_even_without_a_run_record(tmp_path):
     trace = tb.write(tmp_path / "rank0.json", tb.document(tb.gpu_example(), traceview_run=RUN))
     report = traceview.analyze_trace(trace)
     assert report.run is not None
-    assert (report.run.strategy, report.run.world_size, report.run.config) == (
+    assert (report.run.strategy, report.run.world_size, report.run.config.seq_len) == (
         "zero2",
         2,
-        {"seq_len": 32},
+        32,
     )
     assert traceview.load(tmp_path).strategy == "zero2"
 

@@ -1,6 +1,6 @@
 """Matching collective calls across ranks: propose matches (by sequence numbers or order, or
 by end times when the order disagrees), fit each rank's clock offset to them, and judge whether
-they hold together (README "Across ranks")."""
+they hold together (docs/commands/ranks.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ UNEVEN = ["all_to_all", "send_recv", "send", "recv", "gather", "scatter"]
 # Collectives no rank can finish before every rank has begun: these are the ones a match is
 # checked on. (A broadcast's or reduce's root, or a point-to-point sender, may finish first.)
 SYMMETRIC = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"]
-# When a match holds (README "Across ranks"), on the aligned clocks: no rank ends before the
+# When a match holds (docs/commands/ranks.md), on the aligned clocks: no rank ends before the
 # last one began, within 20 µs + 2 % of the shortest duration; and GPU kernels (which no
 # scheduler delays) end together, within 50 µs + 10 % of the shortest duration.
 CAUSAL_SLACK_NS, CAUSAL_SLACK_SHARE = 20_000, 0.02

@@ -18,7 +18,7 @@ from traceview.parse.run_record import RunRecord
 # A run whose step times spread wider than this (max / min) is noise, not a measurement; an
 # efficiency above the second cannot be scaling.
 NOISY_SPREAD = 1.5
-# How every output explains the communication columns (README "Communication per step").
+# How every output explains the communication columns (docs/metrics.md "Communication per step").
 COMM_PER_STEP = (
     "traffic and buffers per rank and step in Ψ parameter elements: traffic = Σ elements × "
     "the call's nccl-tests bus factor (what goes on the wire; theory 2Ψ(N−1)/N for DDP and "
@@ -62,10 +62,10 @@ class ScalingRow:
     tokens_per_s: float | None
     efficiency: float | None  # E(N) = throughput(N) / (N × throughput(1)); T(1)/T(N) without
     exposed_comm_fraction: float | None  # exposed communication ÷ step window, over ranks and steps
-    # Per rank and step, in Ψ parameter elements (README "Communication per step"): what goes
-    # on the wire (Σ elements × the call's bus factor) and the buffers' sizes (Σ elements),
-    # each beside the ZeRO paper's figure and, where the harness's implementation differs
-    # (ZeRO-1 as torch's ZeroRedundancyOptimizer), that implementation's.
+    # Per rank and step, in Ψ parameter elements (docs/metrics.md "Communication per step"):
+    # what goes on the wire (Σ elements × the call's bus factor) and the buffers' sizes
+    # (Σ elements), each beside the ZeRO paper's figure and, where the harness's
+    # implementation differs (ZeRO-1 as torch's ZeroRedundancyOptimizer), that implementation's.
     traffic_psi: float | None
     traffic_theory_psi: float | None  # 0 at DP 1: nothing needs exchanging
     traffic_theory_as_run_psi: float | None
@@ -74,8 +74,8 @@ class ScalingRow:
     comm_volume_theory_as_run_psi: float | None
     precision: str | None  # the theory's name for the run's precision: "fp32" or "mixed"
     model_state_bytes: int | None  # the largest rank's params + grads + optimizer
-    model_state_theory_bytes: float | None  # the textbook ZeRO formula, the run's precision
-    model_state_layout_bytes: float | None  # what the harness holds, where it differs
+    model_state_theory_bytes: int | None  # the textbook ZeRO formula, the run's precision
+    model_state_layout_bytes: int | None  # what the harness holds, where it differs
     caveats: tuple[str, ...] = ()
 
     @property
@@ -190,7 +190,7 @@ def exchanged(job: JobReport, psi: int | None, dp: int | None) -> Exchanged:
     return Exchanged(volume_psi=volume, traffic_psi=traffic, caveat=caveat)
 
 
-def _memory(run: RunRecord | None, dp: int | None) -> tuple[str | None, float | None, float | None]:
+def _memory(run: RunRecord | None, dp: int | None) -> tuple[str | None, int | None, int | None]:
     """(precision, textbook bytes, layout bytes) of a run with a record."""
     if run is None or not dp:
         return None, None, None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from traceview.analysis.calls import traffic_factor
+from traceview.parse.run_record import RunFlags
 from traceview.strategies import (
     PRECISION_OF_RUN,
     STATE_BYTES,
@@ -16,9 +17,9 @@ from traceview.strategies import (
 )
 
 
-def run_precision(config: dict[str, object]) -> Precision | None:
+def run_precision(config: RunFlags) -> Precision | None:
     """The theory's precision for a run record's configuration (fp32 when it does not say)."""
-    return PRECISION_OF_RUN.get(str(config.get("precision", "fp32")))
+    return PRECISION_OF_RUN.get(config.precision)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,21 +50,26 @@ def comm_theory(name: str, n: int | None, *, as_run: bool = False) -> CommTheory
 
 def model_state_bytes(
     name: str, psi: int, n: int, precision: Precision = "fp32"
-) -> dict[str, float] | None:
-    """The textbook ZeRO formula (Rajbhandari et al.), per category."""
+) -> dict[str, int] | None:
+    """The textbook ZeRO formula (Rajbhandari et al.), per category, in whole bytes: a sharded
+    category's share rounded up (the largest rank's, where Ψ does not divide by N)."""
     spec = strategy(name)
     if spec is None or n < 1:
         return None
     sizes = STATE_BYTES[precision]
     return {
-        category: size * psi / (n if sharded else 1)
+        category: _share(size * psi, n if sharded else 1)
         for category, size, sharded in zip(STATE_CATEGORIES, sizes, spec.sharded, strict=True)
     }
 
 
+def _share(total: float, n: int) -> int:
+    return -(-round(total) // n)  # ceil, in integers: exact for any Ψ
+
+
 def layout_bytes(
     name: str, psi: int, n: int, precision: Precision = "fp32"
-) -> dict[str, float] | None:
+) -> dict[str, int] | None:
     """What the harness holds at its peak, where that differs from the textbook; else None.
 
     - A strategy that keeps the full parameters from forward until backward ends (ZeRO-2 as
@@ -80,7 +86,7 @@ def layout_bytes(
         # FSDP2 shards every state in fp32; the full parameters come on top.
         full = 4 if precision == "fp32" else 2
         fp32 = STATE_BYTES["fp32"]
-        shards = {c: b * psi / n for c, b in zip(STATE_CATEGORIES, fp32, strict=True)}
+        shards = {c: _share(b * psi, n) for c, b in zip(STATE_CATEGORIES, fp32, strict=True)}
         return {**shards, "params": full * psi + shards["params"]}
     if precision == "mixed":
         return model_state_bytes(name, psi, n, "fp32")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from traceview import preload
+
+preload.for_the_program()  # before anything below loads polars or numpy
+
 import argparse
 import atexit
 import contextlib
@@ -15,9 +19,9 @@ from typing import Any, NoReturn
 
 from traceview import __version__
 from traceview.cli.commands import COMMANDS
-from traceview.cli.helpformat import DefaultsHelp
 from traceview.cli.say import say
 from traceview.errors import A_BUG_DEBUG, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, TraceviewError
+from traceview.helpformat import DefaultsHelp
 
 
 class _Parser(argparse.ArgumentParser):

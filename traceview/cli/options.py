@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import polars as pl
 
@@ -25,12 +24,17 @@ from traceview.errors import (
     EXIT_OK,
     TraceviewError,
 )
-from traceview.loader import Failure, Runs, RunSource, load_runs
-from traceview.loader.sources import NOT_TRACES, SWEEP_INDEX
-from traceview.parse.budget import BYTES_PER_EVENT, machine_memory
-from traceview.parse.run_record import STATUS_GLOB
-from traceview.parse.source import is_stream
-from traceview.parse.stream import MAX_EVENT_BYTES
+from traceview.inputs import is_stream
+from traceview.loader import (
+    BYTES_PER_EVENT,
+    MAX_EVENT_BYTES,
+    Failure,
+    Runs,
+    RunSource,
+    load_runs,
+    machine_memory,
+    read_paths,
+)
 
 
 def add_inputs(
@@ -193,19 +197,6 @@ def load(args: argparse.Namespace, *, keep_intervals: bool | int = False) -> Run
         message = last.message.replace(A_BUG, A_BUG_DEBUG)
         raise TraceviewError(message, EXIT_INTERNAL if last.internal else EXIT_BAD_INPUT)
     return runs
-
-
-def read_paths(sources: Sequence[RunSource]) -> tuple[list[Path], list[Path]]:
-    """What reading `sources` reads: its files (traces, each run's records and rank accounts,
-    the index of the sweep a run folder may be part of), and the folders read whole (a
-    store's)."""
-    files = [f for s in sources if not s.stored for f in s.files]
-    for s in sources:
-        if s.folder is not None and not s.stored:
-            files += [s.folder / name for name in NOT_TRACES]
-            files += [s.folder.parent / SWEEP_INDEX, *s.folder.glob(STATUS_GLOB)]
-    stores = {s.folder.parent for s in sources if s.stored and s.folder is not None}
-    return files, sorted(stores)
 
 
 def finish(text: str, args: argparse.Namespace, runs: Runs, *, wrote_output: bool = False) -> int:

@@ -1,31 +1,12 @@
-"""`--steps 3,5-7`: which profiler steps to show, as ranges (never materialised: 0-10^11 costs
-nothing)."""
+"""`--steps 3,5-7` read into a StepSelection."""
 
 from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import dataclass
 
-import polars as pl
-
-_INT64_MAX = 2**63 - 1
-
-
-@dataclass(frozen=True)
-class StepSelection:
-    ranges: tuple[tuple[int, int], ...]  # inclusive, within int64
-
-    def __contains__(self, step: object) -> bool:
-        return isinstance(step, int) and any(lo <= step <= hi for lo, hi in self.ranges)
-
-    def __str__(self) -> str:
-        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.ranges)
-
-    def expr(self, column: str) -> pl.Expr:
-        """True for rows whose `column` is a selected step."""
-        inside = [pl.col(column).is_between(lo, hi) for lo, hi in self.ranges]
-        return pl.any_horizontal(inside) if inside else pl.lit(False)
+from traceview.documents import StepSelection
+from traceview.documents.steps import INT64_MAX
 
 
 def parse_steps(text: str) -> StepSelection:
@@ -37,6 +18,6 @@ def parse_steps(text: str) -> StepSelection:
         lo, hi = int(m[1]), int(m[2] or m[1])
         if hi < lo:
             raise argparse.ArgumentTypeError(f"empty step range: {part.strip()!r}")
-        if lo <= _INT64_MAX:
-            ranges.append((lo, min(hi, _INT64_MAX)))  # no step number goes past int64
+        if lo <= INT64_MAX:
+            ranges.append((lo, min(hi, INT64_MAX)))  # no step number goes past int64
     return StepSelection(tuple(ranges))

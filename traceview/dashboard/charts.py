@@ -25,17 +25,6 @@ def _top(frame: pl.DataFrame | None, column: str) -> float:
     return 1.05 * float(top) if isinstance(top, int | float) else 0.0
 
 
-def caveats_chart(lines: list[str], title: str = "Caveats") -> AnyChart:
-    """Lines of text, for the static report: what a figure above cannot be trusted for."""
-    frame = pl.DataFrame({"line": lines, "y": list(range(len(lines)))})
-    return (
-        alt.Chart(frame)
-        .mark_text(align="left", baseline="top", fontSize=12, color="#b22222")
-        .encode(text="line:N", y=alt.Y("y:O", axis=None), x=alt.value(0))
-        .properties(title=title, width=900, height=18 * max(1, len(lines)))
-    )
-
-
 def _efficiency_top(scaling: pl.DataFrame, predicted: pl.DataFrame | None) -> float:
     """The axis fits every point, measured or predicted: E(N) above 1 (flagged) stays visible."""
     return max(1.1, _top(scaling, "efficiency"), _top(predicted, "efficiency"))

@@ -280,7 +280,7 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
         "<p class=meta>step s: the median measured step (min–max); E(N) against the same "
         "strategy's DP-1 run; exposed comm: exposed communication ÷ step window over ranks and "
         "steps; " + COMM_PER_STEP + "; model states: the largest rank, "
-        "the ZeRO formula in brackets (README “Metric definitions”).</p>"
+        "the ZeRO formula in brackets (docs/metrics.md).</p>"
     )
     doc.add('<h2 id="findings">Findings</h2>')
     if found:

@@ -5,9 +5,15 @@ from traceview.loader.job import Job, Runs, load, load_runs
 from traceview.loader.listing import RunSummary, summarize
 from traceview.loader.parallel import Failure
 from traceview.loader.rank import analyze_trace
-from traceview.loader.sources import RunSource, find_runs, is_trace_file
+from traceview.loader.sources import RunSource, find_runs, is_trace_file, read_paths
+
+# The limits the parser reads within, for the options that change them.
+from traceview.parse.budget import BYTES_PER_EVENT, machine_memory
+from traceview.parse.stream import MAX_EVENT_BYTES
 
 __all__ = [
+    "BYTES_PER_EVENT",
+    "MAX_EVENT_BYTES",
     "Failure",
     "Job",
     "RunSource",
@@ -18,5 +24,7 @@ __all__ = [
     "is_trace_file",
     "load",
     "load_runs",
+    "machine_memory",
+    "read_paths",
     "summarize",
 ]

@@ -1,6 +1,6 @@
 """Where ingestion runs: "local" (a process per core: loader/workers.py map_in_processes) or
 "ray" (one Ray task per trace, on a cluster or on this machine). Every worker must see the
-traces and the store at the same paths: a shared file system (README "Trace store")."""
+traces and the store at the same paths: a shared file system (docs/store.md)."""
 
 from __future__ import annotations
 

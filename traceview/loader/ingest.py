@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceview.errors import CannotWrite, TraceviewError
+from traceview.inputs import is_stream
 from traceview.loader.engines import ENGINES, map_on_ray
 from traceview.loader.parallel import Failure, crashed, guarded, not_finished
 from traceview.loader.rank import analyze_trace
 from traceview.loader.sources import RunSource, check_one_job, find_runs
 from traceview.loader.workers import map_in_processes
 from traceview.parse.run_record import RUN_RECORD, incomplete_run
-from traceview.parse.source import is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
 from traceview.store import layout, lock
 from traceview.store.partition import (

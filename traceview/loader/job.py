@@ -12,20 +12,21 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis.cross_rank import CrossRank, StepSkew
-from traceview.analysis.findings import Finding, job_findings, memory_fit, noisy_steps
+from traceview.analysis.findings import Finding, job_findings
 from traceview.analysis.fits import AlphaBetaFit
 from traceview.analysis.job import JobReport
 from traceview.analysis.prediction import Prediction, predict_jobs
 from traceview.analysis.rank import RankReport
+from traceview.analysis.run_findings import memory_fit, noisy_steps
 from traceview.analysis.scaling import ScalingRow, scaling_rows
 from traceview.analysis.strategy_of import StrategyOf
 from traceview.errors import Note, TraceviewError
+from traceview.inputs import ProgressFn, is_stream
 from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many, not_finished
 from traceview.loader.sources import RunSource, check_one_job, find_runs
 from traceview.loader.stored import read_partitions, stored_incomplete
 from traceview.model import INTERVALS_SCHEMA
 from traceview.parse.run_record import RunRecord, incomplete_run, read_run_record
-from traceview.parse.source import ProgressFn
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +38,11 @@ class Job:
     folder: Path | None  # None for a trace named on its own
     ranks: tuple[RankReport, ...]
     failures: tuple[Failure, ...] = ()
+    # Where each rank was read from (its trace, or its store partition) and how: what a load
+    # left out (the intervals) is read from there when first asked for.
+    rank_files: tuple[Path, ...] = ()
+    stored: bool = False
+    options: Options | None = None
 
     @property
     def name(self) -> str:
@@ -96,12 +102,32 @@ class Job:
     @cached_property
     def intervals(self) -> pl.DataFrame:
         """The model of every rank as one table (model/schema.py INTERVALS_SCHEMA, with its
-        `rank` column). Needs the job loaded with keep_intervals=True."""
+        `rank` column). Ranks loaded without theirs (keep_intervals) are read again for them
+        when first asked for."""
         frames = [r.intervals for r in self.ranks]
-        if any(f is None for f in frames):
-            raise TraceviewError(f"{self.name}: loaded without its intervals (keep_intervals)")
+        missing = [i for i, f in enumerate(frames) if f is None]
+        if missing:
+            for i, frame in zip(missing, self._read_intervals(missing), strict=True):
+                frames[i] = frame
         kept = [f for f in frames if f is not None]
         return pl.concat(kept) if kept else pl.DataFrame(schema=INTERVALS_SCHEMA)
+
+    def _read_intervals(self, indexes: list[int]) -> list[pl.DataFrame | None]:
+        if self.options is None or len(self.rank_files) != len(self.ranks):
+            raise TraceviewError(f"{self.name}: loaded without its intervals (keep_intervals)")
+        files = [self.rank_files[i] for i in indexes]
+        if any(is_stream(f) for f in files):
+            raise TraceviewError(f"{self.name}: a stream cannot be read again for its intervals")
+        options = replace(self.options, keep_intervals=True)
+        outcomes = (
+            read_partitions(files, options) if self.stored else analyze_many(files, options=options)
+        )
+        out = []
+        for outcome in outcomes:
+            if isinstance(outcome, Failure):
+                raise TraceviewError(outcome.message)
+            out.append(outcome.intervals)
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,7 +159,7 @@ class Runs:
             seen = set()  # one finding per model and DP degree, not per strategy run
             for job in self.jobs:
                 run = _run_or_none(job)
-                key = run and (run.num_params, run.config.get("precision"), run.world_size)
+                key = run and (run.num_params, run.config.precision, run.world_size)
                 if run is None or key in seen:
                     continue
                 seen.add(key)
@@ -215,7 +241,17 @@ def load_runs(
                     failures.append(Failure(source.folder, f"{source.folder}: {why}"))
         if reports:
             mine = tuple(o for f in source.files if isinstance(o := outcomes[f], Failure))
-            loaded.append(Job(folder=source.folder, ranks=tuple(reports), failures=mine))
+            read_from = tuple(f for f in source.files if isinstance(outcomes[f], RankReport))
+            loaded.append(
+                Job(
+                    folder=source.folder,
+                    ranks=tuple(reports),
+                    failures=mine,
+                    rank_files=read_from,
+                    stored=source.stored,
+                    options=options,
+                )
+            )
     return Runs(jobs=tuple(loaded), failures=tuple(failures), skipped=tuple(skipped))
 
 

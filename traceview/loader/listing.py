@@ -36,7 +36,7 @@ def summarize(source: RunSource) -> RunSummary:
         traces=len(source.files),
         strategy=record.strategy if record else None,
         dp=record.world_size if record else None,
-        preset=str(record.config.get("preset")) if record else None,
+        preset=record.config.preset if record else None,
         samples_per_s=record.global_batch.samples / times.median_s
         if record and times and times.median_s
         else None,

@@ -10,9 +10,9 @@ from typing import TypeVar
 
 from traceview.analysis.rank import RankReport
 from traceview.errors import A_BUG, CannotWrite, NotATraceError, TraceviewError
+from traceview.inputs import ProgressFn, is_stream
 from traceview.loader.rank import analyze_trace
 from traceview.loader.workers import map_in_processes
-from traceview.parse.source import ProgressFn, is_stream
 from traceview.parse.stream import MAX_EVENT_BYTES
 
 

@@ -6,9 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from traceview.analysis.rank import RankReport, keeps, rank_report
+from traceview.inputs import ProgressFn
 from traceview.model import build_timeline, model_rows
 from traceview.parse import read_trace
-from traceview.parse.source import ProgressFn
 from traceview.parse.stream import MAX_EVENT_BYTES
 
 

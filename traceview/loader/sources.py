@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Protocol
 
 from traceview.errors import TraceviewError
+from traceview.inputs import STDIN, is_stream
 from traceview.parse.run_record import STATUS_GLOB, read_sweep_index
-from traceview.parse.source import STDIN, is_stream
 from traceview.store import layout
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -197,3 +197,16 @@ def check_one_job(folder: Path, reports: Sequence[RankIdentity]) -> None:
                 f"{folder}: mixes traces of different jobs ({earliest_end[1].trace.name} ends "
                 f"{gap / 3.6e12:.1f} h before {latest_start[1].trace.name} starts)"
             )
+
+
+def read_paths(sources: Sequence[RunSource]) -> tuple[list[Path], list[Path]]:
+    """What reading `sources` reads: its files (traces, each run's records and rank accounts,
+    the index of the sweep a run folder may be part of), and the folders read whole (a
+    store's)."""
+    files = [f for s in sources if not s.stored for f in s.files]
+    for s in sources:
+        if s.folder is not None and not s.stored:
+            files += [s.folder / name for name in NOT_TRACES]
+            files += [s.folder.parent / SWEEP_INDEX, *s.folder.glob(STATUS_GLOB)]
+    stores = {s.folder.parent for s in sources if s.stored and s.folder is not None}
+    return files, sorted(stores)

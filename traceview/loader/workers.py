@@ -85,7 +85,7 @@ class _Pool:
     def __enter__(self) -> _Pool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *_: object) -> None:
         for worker in self._workers:  # all told first, so they leave together
             worker.let_go()
         for worker in self._workers:

@@ -1,4 +1,4 @@
-"""The one documented schema of the intervals table (see README "Data model")."""
+"""The one documented schema of the intervals table (see docs/architecture.md "Data model")."""
 
 from __future__ import annotations
 

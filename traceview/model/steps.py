@@ -6,8 +6,6 @@ import polars as pl
 
 from traceview.parse.names import PROFILER_STEP, named
 
-STEP_SPANS_SCHEMA = {"step": pl.Int64, "span_start_ns": pl.Int64, "span_end_ns": pl.Int64}
-
 
 def step_spans(events: pl.DataFrame) -> pl.DataFrame:
     """One row per ProfilerStep#N CPU span, sorted by start."""

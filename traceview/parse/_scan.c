@@ -41,9 +41,24 @@
 enum { OK = 0, END_OF_BUFFER = 1, ODD = 2, CLOSED = 3 };
 enum { ST_NEED_MORE = 0, ST_BATCH = 1, ST_ODD = 2, ST_FAULT = 3 };
 
-/* Columns, in the order the Python side reads them. */
-enum { C_TS, C_DUR, C_NAME, C_CAT, C_PID, C_TID, C_CORR, C_DEVICE, C_STREAM, C_ARGS_AT, C_ARGS_END,
-       N_COLUMNS };
+/* The columns, in their order, written once: the enum below and the names the module exports as
+ * COLUMNS (the Python side takes the order from there, parse/fast.py). */
+#define FOR_EACH_COLUMN(X)                                                                             \
+    X(C_TS, "ts_ns")                                                                                \
+    X(C_DUR, "dur_ns")                                                                              \
+    X(C_NAME, "name")                                                                               \
+    X(C_CAT, "cat")                                                                                 \
+    X(C_PID, "pid")                                                                                 \
+    X(C_TID, "tid")                                                                                 \
+    X(C_CORR, "correlation")                                                                        \
+    X(C_DEVICE, "device")                                                                           \
+    X(C_STREAM, "stream")                                                                           \
+    X(C_ARGS_AT, "args_at")                                                                         \
+    X(C_ARGS_END, "args_end")
+#define COLUMN_ENUM(id, name) id,
+#define COLUMN_NAME(id, name) name,
+enum { FOR_EACH_COLUMN(COLUMN_ENUM) N_COLUMNS };
+static const char *const COLUMN_NAMES[N_COLUMNS] = {FOR_EACH_COLUMN(COLUMN_NAME)};
 /* Kinds of declared args (traceview/parse/args.py's readings, as the decoder types them). */
 enum { K_CORR = 0, K_DEVICE = 1, K_STREAM = 2, K_LOOSE = 3, K_RAW = 4, K_TEXT_OR_NULL = 5 };
 
@@ -147,7 +162,7 @@ static int64_t intern(Intern *t, const char *p, size_t n) {
         t->arena = a;
         t->arena_cap = cap;
     }
-    memcpy(t->arena + t->arena_len, p, n);
+    if (n > 0) memcpy(t->arena + t->arena_len, p, n); /* "" may come before any arena exists */
     uint32_t id = t->count++;
     t->offset[id] = t->arena_len;
     t->length[id] = (uint32_t)n;
@@ -911,7 +926,7 @@ static void Scanner_dealloc(Scanner *sc) {
 }
 
 /* Scanner(known_phases: bytes, arg_keys: sequence of (key: bytes, kind: int)) */
-static int Scanner_init(Scanner *sc, PyObject *args, PyObject *kwds) {
+static int Scanner_init(Scanner *sc, PyObject *args, PyObject *Py_UNUSED(kwds)) {
     Py_buffer phases;
     PyObject *keys;
     if (!PyArg_ParseTuple(args, "y*O", &phases, &keys)) return -1;
@@ -1061,9 +1076,29 @@ static void run_scan(void *arg) {
     scan(c->sc, c->base, c->len, c->pos, c->res);
 }
 
-/* scan(buf, pos) -> (status, close, next, columns, metadata, odd_ids, new_names, new_cats,
- *                    first_ts, any_fraction, big_fraction_ts, big_fraction_dur, ended)
+/* scan(buf, pos) -> ScanResult, its fields named in SCAN_FIELDS (and _scan.pyi).
  * columns: N_COLUMNS int64 arrays one after the other; NONE (INT64_MIN) marks a missing value. */
+static PyStructSequence_Field SCAN_FIELDS[] = {
+    {"status", "NEED_MORE, BATCH, ODD or FAULT"},
+    {"close", "the `}` the batch ends at"},
+    {"next", "where the next event starts"},
+    {"columns", "bytes: N_COLUMNS int64 arrays, one after the other"},
+    {"metadata", "bytes: (start, end) int64 pairs of the metadata events"},
+    {"odd_ids", "bytes: (row, column, start, end) int64 quads of ids left to Python"},
+    {"new_names", "names first seen in this batch, in id order"},
+    {"new_categories", "categories first seen in this batch, in id order"},
+    {"first_ts", "the first timestamp in ns, or None"},
+    {"any_fraction", "a timestamp had a fraction"},
+    {"big_fraction_ts", "a timestamp with a fraction beyond float64's exact range"},
+    {"big_fraction_dur", "a duration with a fraction beyond float64's exact range"},
+    {"ended", "the array's end follows the batch"},
+    {NULL, NULL},
+};
+static PyStructSequence_Desc SCAN_RESULT_DESC = {
+    "traceview.parse._scan.ScanResult", "What one call of Scanner.scan found.", SCAN_FIELDS,
+    sizeof(SCAN_FIELDS) / sizeof(SCAN_FIELDS[0]) - 1,
+};
+static PyTypeObject *ScanResultType;
 static PyObject *Scanner_scan(Scanner *sc, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t pos;
@@ -1086,13 +1121,25 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *args) {
     PyObject *columns = PyBytes_FromStringAndSize(NULL, rows * N_COLUMNS * (Py_ssize_t)sizeof(int64_t));
     if (!columns) return NULL;
     char *out = PyBytes_AS_STRING(columns);
-    for (int c = 0; c < N_COLUMNS; c++)
+    for (int c = 0; c < N_COLUMNS && rows > 0; c++) /* no rows: a column may have no buffer yet */
         memcpy(out + c * rows * sizeof(int64_t), sc->columns[c].data, rows * sizeof(int64_t));
     PyObject *first_ts = res.first_ts == NONE ? Py_NewRef(Py_None) : PyLong_FromLongLong(res.first_ts);
-    return Py_BuildValue("innNNNNNNiiii", res.status, res.close, res.next, columns,
-                         vec_bytes(&sc->metadata), vec_bytes(&sc->odd_ids), intern_new(&sc->names),
-                         intern_new(&sc->cats), first_ts, res.any_fraction, res.big_fraction_ts,
-                         res.big_fraction_dur, res.ended);
+    PyObject *fields = Py_BuildValue("innNNNNNNNNNN", res.status, res.close, res.next, columns,
+                                     vec_bytes(&sc->metadata), vec_bytes(&sc->odd_ids),
+                                     intern_new(&sc->names), intern_new(&sc->cats), first_ts,
+                                     PyBool_FromLong(res.any_fraction),
+                                     PyBool_FromLong(res.big_fraction_ts),
+                                     PyBool_FromLong(res.big_fraction_dur), PyBool_FromLong(res.ended));
+    if (!fields) return NULL;
+    PyObject *result = PyStructSequence_New(ScanResultType);
+    if (!result) {
+        Py_DECREF(fields);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++)
+        PyStructSequence_SET_ITEM(result, i, Py_NewRef(PyTuple_GET_ITEM(fields, i)));
+    Py_DECREF(fields);
+    return result;
 }
 
 static PyMethodDef Scanner_methods[] = {
@@ -1119,7 +1166,11 @@ static PyMethodDef module_methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_scan", "The compiled fast path of the trace parser.", -1, module_methods,
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_scan",
+    .m_doc = "The compiled fast path of the trace parser.",
+    .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC PyInit__scan(void) {
@@ -1133,7 +1184,23 @@ PyMODINIT_FUNC PyInit__scan(void) {
         Py_DECREF(m);
         return NULL;
     }
-    PyModule_AddIntConstant(m, "N_COLUMNS", N_COLUMNS);
+    ScanResultType = PyStructSequence_NewType(&SCAN_RESULT_DESC);
+    if (!ScanResultType || PyModule_AddObject(m, "ScanResult", (PyObject *)ScanResultType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(ScanResultType); /* the module's reference above, and this file's own */
+    PyObject *names = PyTuple_New(N_COLUMNS);
+    if (!names) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    for (int c = 0; c < N_COLUMNS; c++) PyTuple_SET_ITEM(names, c, PyUnicode_FromString(COLUMN_NAMES[c]));
+    if (PyModule_AddObject(m, "COLUMNS", names) < 0) {
+        Py_DECREF(names);
+        Py_DECREF(m);
+        return NULL;
+    }
     PyModule_AddIntConstant(m, "NEED_MORE", ST_NEED_MORE);
     PyModule_AddIntConstant(m, "BATCH", ST_BATCH);
     PyModule_AddIntConstant(m, "ODD", ST_ODD);

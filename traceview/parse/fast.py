@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import msgspec
@@ -22,15 +23,27 @@ from traceview.parse.categories import CATEGORY, category
 from traceview.parse.events import FLOAT_EXACT_NS, KNOWN_PHASES, STRICT_EVENT, MetadataEvent
 from traceview.parse.names import KEEPS_COMM_ARGS
 
+_scan: ModuleType | None
 try:
-    from traceview.parse import _scan  # type: ignore[attr-defined]
+    from traceview.parse import _scan
 except ImportError:  # not built here: the pure-Python path does all the work
     _scan = None
 
 PURE_PYTHON_ENV = "TRACEVIEW_PURE_PYTHON"
 NONE = -(1 << 63)  # the scanner's missing value
-# The scanner's columns, in its order (parse/_scan.c).
-COLUMNS = ("ts_ns", "dur_ns", "name", "cat", "pid", "tid", "correlation", "device", "stream")
+# What this side reads from the scanner's columns, by name; their order is the scanner's own
+# (named once, in parse/_scan.c). The values of each event come first, then where its args lie.
+VALUES = {"ts_ns", "dur_ns", "name", "cat", "pid", "tid", "correlation", "device", "stream"}
+WHERE_ARGS = ("args_at", "args_end")
+_ORDER: tuple[str, ...] = (*sorted(VALUES), *WHERE_ARGS)  # read only where the scanner is built
+if _scan is not None:
+    if set(_scan.COLUMNS) != {*VALUES, *WHERE_ARGS} or _scan.COLUMNS[-2:] != WHERE_ARGS:
+        raise ImportError(
+            f"traceview's compiled scanner is out of date (columns {_scan.COLUMNS}): "
+            "rebuild it with 'pip install -e .'"
+        )
+    _ORDER = _scan.COLUMNS
+COLUMNS = _ORDER[:-2]  # the events' values, in the scanner's order
 ARGS_AT, ARGS_END = len(COLUMNS), len(COLUMNS) + 1
 NAME = COLUMNS.index("name")
 _ARGS = msgspec.json.Decoder(Args)
@@ -90,7 +103,7 @@ class Scanner:
     """One trace's scanner: its tables of distinct names and categories span all its batches."""
 
     def __init__(self) -> None:
-        assert _scan is not None and len(COLUMNS) + 2 == _scan.N_COLUMNS
+        assert _scan is not None
         # How the scanner checks each declared arg: the three ids it reads, values the decoder
         # types int | float | str | null, raw JSON, and text or null.
         ids = {
@@ -111,39 +124,29 @@ class Scanner:
         self._category_series = pl.Series(dtype=CATEGORY)  # folded once, as they are learnt
 
     def scan(self, buf: Readable, pos: int, precise: bool) -> Scanned:
-        (
-            status,
-            _close,
-            nxt,
-            columns,
-            metadata,
-            odd_ids,
-            new_names,
-            new_categories,
-            first_ts,
-            any_fraction,
-            big_fraction_ts,
-            big_fraction_dur,
-            ended,
-        ) = self._scanner.scan(buf, pos)
-        self._learn(new_names, new_categories)
-        if status == _scan.FAULT:
+        assert _scan is not None
+        found = self._scanner.scan(buf, pos)
+        self._learn(found.new_names, found.new_categories)
+        if found.status == _scan.FAULT:
             raise UnreadablePage
         odd = Scanned(None, True, pos, precise, False)
-        if status == _scan.ODD:
+        if found.status == _scan.ODD:
             return odd
-        if status == _scan.NEED_MORE:
-            return Scanned(None, False, pos, precise, ended)
+        if found.status == _scan.NEED_MORE:
+            return Scanned(None, False, pos, precise, found.ended)
         # The pure-Python path's rule (parse/events.py needs_precision), from the scanner's counts.
-        precise = precise or (first_ts is not None and first_ts >= FLOAT_EXACT_NS and any_fraction)
-        if (big_fraction_ts and not precise) or big_fraction_dur:
+        first_ts = found.first_ts
+        precise = precise or (
+            first_ts is not None and first_ts >= FLOAT_EXACT_NS and found.any_fraction
+        )
+        if (found.big_fraction_ts and not precise) or found.big_fraction_dur:
             return odd  # float64 would blur these as that path reads them: leave them to it
-        table = np.frombuffer(columns, dtype=np.int64)
+        table = np.frombuffer(found.columns, dtype=np.int64)
         table = table.reshape(len(COLUMNS) + 2, len(table) // (len(COLUMNS) + 2))
         try:  # what the scanner leaves to the decoder; its refusal makes the batch odd
-            meta = [STRICT_EVENT.decode(_own(buf[a:b])) for a, b in _pairs(metadata)]
+            meta = [STRICT_EVENT.decode(_own(buf[a:b])) for a, b in _pairs(found.metadata)]
             comm_args = self._comm_args(buf, table)
-            ids = self._odd_ids(buf, odd_ids)
+            ids = self._odd_ids(buf, found.odd_ids)
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             return odd
         batch = ScannedBatch(
@@ -154,7 +157,7 @@ class Scanner:
             comm_args=comm_args,
             odd_ids=ids,
         )
-        return Scanned(batch, False, nxt, precise, ended)
+        return Scanned(batch, False, found.next, precise, found.ended)
 
     def _learn(self, names: list[str], categories: list[str]) -> None:
         if names:

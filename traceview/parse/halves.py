@@ -23,8 +23,9 @@ from traceview.parse import source as source_module
 from traceview.parse.budget import EventBudget
 from traceview.parse.collect import Events
 from traceview.parse.columns import thread_names
+from traceview.parse.decode import StreamResult
 from traceview.parse.source import GZIP_MAGIC, ByteSource
-from traceview.parse.stream import EventStream, StreamResult
+from traceview.parse.stream import EventStream
 
 SPLIT_MIN_BYTES = 48 << 20  # below this a second thread costs more than it saves
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")

@@ -9,8 +9,7 @@ from typing import TypeVar
 
 import msgspec
 
-from traceview.errors import TraceviewError
-from traceview.parse.source import unreadable
+from traceview.errors import TraceviewError, unreadable
 
 T = TypeVar("T")
 
@@ -70,12 +69,37 @@ class ProfiledStep(msgspec.Struct, frozen=True):
     profiler_step: int  # its ProfilerStep#N in the traces
 
 
+class RunFlags(msgspec.Struct, frozen=True, kw_only=True):
+    """The harness's flags as a run ran with them (instrumented_train/config.py RunConfig, every
+    field of which is here: tests/harness/test_config.py). A flag a newer harness adds is read
+    past, not refused; one a record lacks is None (precision: fp32, the harness's default)."""
+
+    strategy: str | None = None
+    preset: str | None = None
+    seq_len: int | None = None
+    micro_batch: int | None = None
+    grad_accum: int | None = None
+    baseline_steps: int | None = None
+    wait: int | None = None
+    warmup: int | None = None
+    active: int | None = None
+    lr: float | None = None
+    seed: int | None = None
+    bucket_cap_mb: float | None = None
+    precision: str = "fp32"
+    device: str | None = None
+    record_shapes: bool | None = None
+    out: str | None = None
+    force: bool | None = None
+    store: str | None = None
+
+
 class RunRecord(msgspec.Struct, frozen=True):
     record_version: int
     strategy: str  # a name of traceview/strategies.py
     world_size: int
     num_params: int
-    config: dict[str, object]  # the harness' flags, by name
+    config: RunFlags
     global_batch: GlobalBatch
     ranks: list[RankRecord]
     model: dict[str, object] = msgspec.field(default_factory=dict)
@@ -99,7 +123,7 @@ TRACE_METADATA_KEY = "traceview_run"
 class TraceRun(msgspec.Struct, frozen=True):
     strategy: str
     world_size: int
-    config: dict[str, object] = msgspec.field(default_factory=dict)
+    config: RunFlags = msgspec.field(default_factory=RunFlags)
     # Traces written before the version was carried hold these same fields: version 1.
     record_version: int = 1
 

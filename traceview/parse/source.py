@@ -8,23 +8,20 @@ from __future__ import annotations
 import contextlib
 import io
 import mmap
-import stat
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from traceview.errors import TraceviewError
+from traceview.errors import TraceviewError, unreadable
+from traceview.inputs import STDIN, ProgressFn, is_stream
 
 GZIP_MAGIC = b"\x1f\x8b"
 READ_SIZE = 4 << 20  # compressed or plain bytes read per system call
 CHUNK_SIZE = 4 << 20  # uncompressed bytes handed on at once (bounds memory)
 INFLATE_STEP = 256 << 10  # compressed bytes fed at once: where a corrupt stream is reported
-STDIN = "-"
 _LET_GO = getattr(mmap, "MADV_DONTNEED", None)  # where the platform has it
-
-ProgressFn = Callable[[int, int], None]  # (bytes of the input consumed, its size; 0 unknown)
 
 
 @dataclass(frozen=True)
@@ -39,17 +36,6 @@ class Mapped:
 # A chunk of the input. A memoryview is valid only until the next chunk is asked for: a plain
 # file is read into one buffer over and over, so its memory is reused, not fresh for each chunk.
 Chunk = bytes | memoryview | Mapped
-
-
-def is_stream(path: Path) -> bool:
-    """Standard input, a pipe, a character device: read as it comes, with no size."""
-    if str(path) == STDIN:
-        return True
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return False
-    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 class ByteSource:
@@ -250,15 +236,6 @@ def _map(f: io.BufferedIOBase) -> mmap.mmap | None:
         return None
 
 
-def unreadable(path: Path, error: OSError) -> TraceviewError:
-    """The one message for a file the operating system would not let us read."""
-    if isinstance(error, FileNotFoundError):
-        return TraceviewError(f"{path}: no such file")
-    if isinstance(error, PermissionError):
-        return TraceviewError(f"{path}: permission denied")
-    return TraceviewError(f"{path}: cannot read ({error.strerror or error})")
-
-
 class _Borrowed:
     """Standard input as a context manager that does not close it."""
 
@@ -268,5 +245,5 @@ class _Borrowed:
     def __enter__(self) -> io.BufferedIOBase:
         return self._f
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *_: object) -> None:
         return None

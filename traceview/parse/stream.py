@@ -16,45 +16,25 @@ event, and the events that cannot be read are counted, not fatal.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import msgspec
 
-from traceview.parse import fast
+from traceview.parse import fast, json_text
+from traceview.parse.decode import BatchDecoder, StreamResult
 from traceview.parse.events import (
-    EVENTS,
-    KNOWN_PHASES,
-    LENIENT_EVENT,
-    LENIENT_PRECISE_EVENT,
-    PRECISE_EVENTS,
-    STRICT_EVENT,
-    STRICT_PRECISE_EVENT,
     Batch,
-    needs_precision,
 )
+
+# Bytes: what the pure-Python path searches (fast.Readable, less a view of a mapped file, which
+# is copied out for it first).
+from traceview.parse.json_text import Bytes
 from traceview.parse.source import Chunk, Mapped
 
-_ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
-_ARRAY_END = re.compile(rb"\}\s*\]")
-_ANY_ARRAY_END = re.compile(rb"\]")
-_ESCAPED_QUOTE = re.compile(rb'\\+"')
-# A whole string (escapes included), a bracket or a comma: what splits an array's values.
-_STRUCTURE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.S)
-_BYTE_AT = re.compile(r"\(byte (\d+)\)")
-_WHITESPACE = b" \t\r\n"
 MAX_HEADER_BYTES = 64 << 20  # how far to look for `traceEvents` before calling it "not a trace"
 MAX_EVENT_BYTES = 64 << 20  # the longest event (or stretch without a boundary) read by default
-MAX_CUT_RETRIES = 64
 MAX_ODD_BATCHES = 4  # after this many batches the scanner leaves, the trace is all Python's
-
-
-# What the pure-Python path searches (fast.Readable, less a view of a mapped file, which is
-# copied out for it first).
-Bytes = bytes | bytearray
 
 
 class StreamError(Exception):
@@ -67,19 +47,6 @@ class NotATrace(StreamError):
 
 class InvalidJSON(StreamError):
     """Bytes that no JSON document can hold, at a known place."""
-
-
-@dataclass
-class StreamResult:
-    """What the stream learned besides the events, filled in as it goes."""
-
-    metadata: dict[str, Any] = field(default_factory=dict)  # top-level keys other than events
-    bare_array: bool = False
-    truncated: bool = False
-    lost_trailer: bool = False  # the events are whole but the keys after them were cut
-    retyped_events: int = 0  # events decoded leniently after a type mismatch
-    dropped_events: int = 0  # events whose fields could not be read at all
-    repaired_events: int = 0  # batches whose bytes that are not UTF-8 were replaced
 
 
 @dataclass(frozen=True)
@@ -111,18 +78,20 @@ class EventStream:
         self._offset = start or 0  # file offset of the start of the current buffer
         self._searched = 0  # buf[:_searched] holds no boundary that cut it (reset on each cut)
         self._header_searched = 0  # buf[:_header_searched] holds no traceEvents key
-        self._precise = False  # epoch timestamps with fractions: decode them as decimals
+        self._decoder = BatchDecoder(self.result)
         use = fast.available() if compiled is None else compiled
         self._scanner = fast.Scanner() if use else None
         self.odd_batches = 0  # batches the compiled scanner left to the pure-Python path
-        # Whether the pure-Python path decoded events before the timestamps were known to need
-        # decimals: how it reads them then depends on what came before (see parse/halves.py).
-        self.decoded_unsure = False
 
     @property
     def precise(self) -> bool:
         """Whether the timestamps read so far need decimals (epoch microseconds with fractions)."""
-        return self._precise
+        return self._decoder.precise
+
+    @property
+    def decoded_unsure(self) -> bool:
+        """See BatchDecoder.decoded_unsure."""
+        return self._decoder.decoded_unsure
 
     def batches(self) -> Iterator[Batch | fast.ScannedBatch | Pause]:
         try:
@@ -192,7 +161,7 @@ class EventStream:
     def _find_array(self, buf: Bytes, *, at_eof: bool) -> int | None:
         if len(buf) > MAX_HEADER_BYTES and not at_eof:
             self._explain_no_events(buf, at_eof)
-        start = _first_non_blank(buf)
+        start = json_text.first_non_blank(buf)
         if start == len(buf):
             if at_eof:
                 raise StreamError("empty file" if not buf else "file holds only white space")
@@ -204,10 +173,10 @@ class EventStream:
         if first != b"{":
             raise StreamError(f"not JSON (starts with {bytes(buf[start : start + 16])!r})")
         # Keys found before were inside strings, and stay so: look only at what is new.
-        for m in _ARRAY_KEY.finditer(buf, max(start, self._header_searched - 64)):
+        for m in json_text.ARRAY_KEY.finditer(buf, max(start, self._header_searched - 64)):
             header = buf[start : m.end()] + b"]}"
             try:
-                meta = _decode_json(header)
+                meta = json_text.decode_json(header)
             except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
                 continue  # the key text sat inside a string value; look further
             if not isinstance(meta, dict):
@@ -228,7 +197,7 @@ class EventStream:
                 "not a profiler trace"
             )
         try:
-            _decode_json(buf)
+            json_text.decode_json(buf)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
             raise StreamError("not valid JSON, and no traceEvents array found") from None
         raise NotATrace("JSON without a traceEvents array: not a profiler trace")
@@ -240,11 +209,11 @@ class EventStream:
     ) -> tuple[Batch | fast.ScannedBatch, int] | None:
         """Decode buf[pos:] up to its last event boundary; return the batch and the next start."""
         if self._scanner is not None:
-            scanned = self._scanner.scan(buf, pos, self._precise)
+            scanned = self._scanner.scan(buf, pos, self._decoder.precise)
             if scanned.ended:  # the last event and the document's end are read below
                 self._scanner = None
             if not scanned.odd:
-                self._precise = scanned.precise
+                self._decoder.precise = scanned.precise
                 return None if scanned.batch is None else (scanned.batch, scanned.next)
             self.odd_batches += 1
             if self.odd_batches >= MAX_ODD_BATCHES:
@@ -255,98 +224,29 @@ class EventStream:
         """_last_cut by the pure-Python path: boundaries found by quote parity, then decoded."""
         hi = len(buf)
         lo = max(pos, self._searched - 16)  # boundaries left of here were tried before
-        for _ in range(MAX_CUT_RETRIES):
-            close = _rfind_boundary(buf, lo, hi, pos)
+        for _ in range(json_text.MAX_CUT_RETRIES):
+            close = json_text.rfind_boundary(buf, lo, hi, pos)
             if close is None:
                 self._searched = len(buf)
                 return None
             doc = b"".join((b"[", memoryview(buf)[pos : close + 1], b"]"))  # one copy
             try:
-                batch = self._decode(doc)
+                batch = self._decoder.decode(doc)
             except msgspec.DecodeError as e:
-                at = _BYTE_AT.search(str(e))
+                at = json_text.BYTE_AT.search(str(e))
                 if at is not None and int(at[1]) < len(doc) - 1:
                     # Broken before the bracket added at the end: no cut further left can
                     # make the file valid JSON, so say where, rather than try them all.
                     raise InvalidJSON(
                         f"invalid JSON at byte {self._offset + pos + int(at[1]) - 1:,} "
-                        f"({_reason(e)})"
+                        f"({json_text.reason(e)})"
                     ) from None
                 hi = close  # a boundary inside a nested value: go left
                 continue
-            nxt = _BOUNDARY.match(buf, close)
+            nxt = json_text.BOUNDARY.match(buf, close)
             assert nxt is not None
             return batch, nxt.end() - 1
         raise StreamError(f"invalid JSON in the events near byte {self._offset + pos:,}")
-
-    def _decode(self, doc: bytes) -> Batch:
-        """A batch `[...]` of events. msgspec.DecodeError: not valid JSON as a whole."""
-        self.decoded_unsure |= not self._precise
-        try:
-            return self._decode_utf8(doc)
-        except UnicodeDecodeError:
-            self.result.repaired_events += 1
-            return self._decode_utf8(doc.decode("utf-8", errors="replace").encode())
-
-    def _decode_utf8(self, doc: bytes) -> Batch:
-        try:
-            if self._precise:  # this trace's clock needs decimals: each batch decoded once
-                return Batch.of(PRECISE_EVENTS.decode(doc), precise=True)
-            batch = Batch.of(EVENTS.decode(doc))
-        except (msgspec.ValidationError, RecursionError):
-            return self._decode_by_event(doc)
-        if needs_precision(batch.complete):
-            self._precise = True
-            return Batch.of(PRECISE_EVENTS.decode(doc), precise=True)
-        return batch
-
-    def _decode_by_event(self, doc: bytes) -> Batch:
-        """A field had an unexpected type, or nesting too deep: decode event by event, dropping
-        the ones that cannot be read."""
-        try:
-            raws = [(0, msgspec.json.encode(raw)) for raw in _decode_json(doc)]
-        except RecursionError:  # find the events in the text instead
-            raws = list(_event_texts(doc, 1, len(doc) - 1))
-        texts = []
-        for at, text in raws:
-            try:
-                raw = msgspec.json.decode(text)
-            except RecursionError:
-                self.result.dropped_events += 1
-                continue
-            except msgspec.DecodeError as e:  # said at its place in `doc`
-                where = _BYTE_AT.search(str(e))
-                offset = at + (int(where[1]) if where else 0)
-                raise msgspec.DecodeError(f"{_reason(e)} (byte {offset})") from None
-            ph = raw.get("ph") if isinstance(raw, dict) else None
-            if isinstance(ph, str) and ph not in KNOWN_PHASES:
-                continue  # a phase outside the Chrome trace format, which nothing here reads
-            texts.append(text)
-        counted = True  # each event's loss is counted once, by its first decoding
-        if not self._precise:
-            batch = Batch.of(self._typed(texts, STRICT_EVENT, LENIENT_EVENT))
-            if not needs_precision(batch.complete):
-                return batch
-            self._precise, counted = True, False
-        precise = self._typed(texts, STRICT_PRECISE_EVENT, LENIENT_PRECISE_EVENT, count=counted)
-        return Batch.of(precise, precise=True)
-
-    def _typed(
-        self, texts: list[bytes], strict: Any, lenient: Any, *, count: bool = True
-    ) -> list[Any]:
-        events = []
-        for text in texts:
-            try:
-                events.append(strict.decode(text))
-                continue
-            except (msgspec.ValidationError, RecursionError):
-                pass
-            try:
-                events.append(lenient.decode(text))
-                self.result.retyped_events += count
-            except (msgspec.ValidationError, RecursionError):
-                self.result.dropped_events += count
-        return events
 
     # -- the end --------------------------------------------------------------------------
 
@@ -359,16 +259,16 @@ class EventStream:
             return
         # The array's end: after an event object; failing that, after anything (a value that is
         # no object, nested too deep to read, may be the last event).
-        for end in (_ARRAY_END, _ANY_ARRAY_END):
-            for m in _last(end, rest):
+        for end in (json_text.ARRAY_END, json_text.ANY_ARRAY_END):
+            for m in json_text.last_matches(end, rest):
                 try:
-                    events = self._decode(b"[" + rest[: m.end() - 1] + b"]")
+                    events = self._decoder.decode(b"[" + rest[: m.end() - 1] + b"]")
                 except msgspec.DecodeError:
                     continue  # a "}]" inside the trailing keys, or the cut
                 self._read_trailer(rest[m.end() :])
                 yield events
                 return
-        body = rest.lstrip(_WHITESPACE)
+        body = rest.lstrip(json_text.WHITESPACE)
         if body.startswith(b"]"):  # an empty event array
             self._read_trailer(body[1:])
             return
@@ -376,16 +276,16 @@ class EventStream:
 
     def _finish_array(self, rest: Bytes) -> Iterator[Batch]:
         # The Chrome trace format lets the array form omit its closing bracket.
-        body = rest.rstrip(_WHITESPACE)
+        body = rest.rstrip(json_text.WHITESPACE)
         body = body[:-1] if body.endswith(b"]") else body.rstrip(b",")
         try:
-            yield self._decode(b"[" + body + b"]")
+            yield self._decoder.decode(b"[" + body + b"]")
             return
         except msgspec.DecodeError:
             pass
-        for m in _last(_BOUNDARY, rest):
+        for m in json_text.last_matches(json_text.BOUNDARY, rest):
             try:
-                events = self._decode(b"[" + rest[: m.start() + 1] + b"]")
+                events = self._decoder.decode(b"[" + rest[: m.start() + 1] + b"]")
             except msgspec.DecodeError:
                 continue
             yield events
@@ -396,15 +296,15 @@ class EventStream:
     def _cut_short(self, rest: Bytes, kept: int) -> None:
         """The bytes after the last complete event do not decode. Invalid JSON inside them (a
         NaN, a stray byte) is an error at its offset; otherwise the file was cut short."""
-        tail = rest[kept:].lstrip(_WHITESPACE + b",")
+        tail = rest[kept:].lstrip(json_text.WHITESPACE + b",")
         where = self._offset + len(rest) - len(tail)
         try:
-            _decode_json(b"[" + tail)
+            json_text.decode_json(b"[" + tail)
         except msgspec.DecodeError as e:
-            at = _BYTE_AT.search(str(e))
+            at = json_text.BYTE_AT.search(str(e))
             if at is not None and int(at[1]) < len(tail):  # broken before the end: not a cut
                 raise StreamError(
-                    f"invalid JSON at byte {where + int(at[1]) - 1:,} ({_reason(e)})"
+                    f"invalid JSON at byte {where + int(at[1]) - 1:,} ({json_text.reason(e)})"
                 ) from None
         except RecursionError:  # whole, but nested too deep to read: one more dropped event
             self.result.dropped_events += 1
@@ -416,9 +316,9 @@ class EventStream:
     def _read_trailer(self, trailer: Bytes) -> None:
         """The keys after the events: `, "traceName": "..." }` in a whole file."""
         try:
-            meta = _decode_json(b'{"traceEvents":[]' + trailer)
+            meta = json_text.decode_json(b'{"traceEvents":[]' + trailer)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-            if trailer.strip(_WHITESPACE):
+            if trailer.strip(json_text.WHITESPACE):
                 self.result.truncated = self.result.lost_trailer = True
             return
         if isinstance(meta, dict):
@@ -429,82 +329,3 @@ class EventStream:
 def _bytes(buf: fast.Readable) -> Bytes:
     """A mapped file's bytes copied out for the pure-Python path, which searches them."""
     return fast.copy(buf) if isinstance(buf, memoryview) else buf
-
-
-def _decode_json(data: Bytes) -> Any:
-    return msgspec.json.decode(data)
-
-
-def _reason(error: msgspec.DecodeError) -> str:
-    text = str(error).removeprefix("JSON is malformed: ")
-    return _BYTE_AT.sub("", text).strip()
-
-
-_NON_BLANK = re.compile(rb"[^ \t\r\n\xef\xbb\xbf]")
-
-
-def _first_non_blank(buf: Bytes) -> int:
-    m = _NON_BLANK.search(buf)
-    return len(buf) if m is None else m.start()
-
-
-def _last(pattern: re.Pattern[bytes], data: Bytes) -> list[re.Match[bytes]]:
-    """The last matches of `pattern`, latest first: at most MAX_CUT_RETRIES of them."""
-    found: list[re.Match[bytes]] = []
-    for m in pattern.finditer(data):
-        found.append(m)
-        if len(found) > MAX_CUT_RETRIES:
-            found.pop(0)
-    return found[::-1]
-
-
-def _quotes(buf: Bytes, lo: int, hi: int) -> int:
-    """Unescaped quotes in buf[lo:hi] (a quote after an odd run of backslashes is escaped)."""
-    quotes = buf.count(b'"', lo, hi)
-    if quotes and buf.find(b"\\", max(lo - 64, 0), hi) >= 0:
-        for m in _ESCAPED_QUOTE.finditer(buf, max(lo - 64, 0), hi):
-            if lo <= m.end() - 1 < hi and (len(m[0]) - 1) % 2:
-                quotes -= 1
-    return quotes
-
-
-def _rfind_boundary(buf: Bytes, lo: int, hi: int, start: int) -> int | None:
-    """Index of the `}` of the last `}` `,` `{` in buf[lo:hi] outside every string (events
-    begin at `start`, outside any), or None. Quote parity is kept while walking left, so each
-    byte is counted once."""
-    before = _quotes(buf, start, hi)  # unescaped quotes in buf[start:hi]
-    while True:
-        close = buf.rfind(b"}", lo, hi)
-        if close < 0:
-            return None
-        before -= _quotes(buf, close, hi)
-        if before % 2 == 0 and _BOUNDARY.match(buf, close):
-            return close
-        hi = close
-
-
-def _event_texts(doc: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
-    """The values of the array whose items are doc[start:end], each with its offset in `doc`:
-    split at the commas outside every string and bracket, in one pass (a value nested too deep
-    for the decoder, or broken, is one piece all the same)."""
-    depth = 0
-    begin = start  # where the current value's text begins
-    for m in _STRUCTURE.finditer(doc, start, end):
-        c = doc[m.start()]
-        if c == 0x22:  # a whole string: nothing in it counts
-            continue
-        if c in b"[{":
-            depth += 1
-        elif c in b"]}":
-            depth -= 1
-        elif depth == 0:  # a comma between values
-            yield from _piece(doc, begin, m.start())
-            begin = m.end()
-    yield from _piece(doc, begin, end)
-
-
-def _piece(doc: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
-    text = doc[start:end]
-    stripped = text.lstrip(_WHITESPACE)
-    if stripped.rstrip(_WHITESPACE):
-        yield start + len(text) - len(stripped), stripped.rstrip(_WHITESPACE)

@@ -8,22 +8,17 @@ from pathlib import Path
 import polars as pl
 
 from traceview.errors import NotATraceError, Note, TraceviewError
+from traceview.inputs import ProgressFn
 from traceview.parse import fast, halves
 from traceview.parse.budget import EventBudget, OverBudget, machine_memory
 from traceview.parse.collect import Events
 from traceview.parse.columns import (
     thread_names,
 )
+from traceview.parse.decode import StreamResult
 from traceview.parse.metadata import TraceMeta, read_meta
-from traceview.parse.source import ByteSource, ProgressFn
-from traceview.parse.stream import (
-    MAX_EVENT_BYTES,
-    EventStream,
-    NotATrace,
-    Pause,
-    StreamError,
-    StreamResult,
-)
+from traceview.parse.source import ByteSource
+from traceview.parse.stream import MAX_EVENT_BYTES, EventStream, NotATrace, Pause, StreamError
 
 
 @dataclass(frozen=True, kw_only=True)

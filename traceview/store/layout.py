@@ -1,4 +1,4 @@
-"""Where things live in a store (README "Trace store"): one Parquet partition per rank of each
+"""Where things live in a store (docs/store.md): one Parquet partition per rank of each
 job, hive-style, so polars, DuckDB and Spark read the store as tables without traceview.
 
     STORE/store.json                      {"store_version": 2}
@@ -20,8 +20,7 @@ from pathlib import Path
 
 import msgspec
 
-from traceview.errors import CannotWrite, TraceviewError
-from traceview.parse.source import unreadable
+from traceview.errors import CannotWrite, TraceviewError, unreadable
 
 # 2: calls and intervals carry `elements`; FSDP's post-backward work is backward work. A
 # partition an older traceview wrote is not read (ingest makes it again).

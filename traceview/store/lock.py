@@ -1,4 +1,4 @@
-"""One writer at a time changes what is in place in a store (README "Trace store").
+"""One writer at a time changes what is in place in a store (docs/store.md).
 
 Writers parse on their own, into folders of their own under `.incoming`; only moving partitions
 into place and updating a job's record happen under the store's writer lock, an advisory lock

@@ -20,9 +20,8 @@ from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.calls import CALLS_SCHEMA
 from traceview.analysis.rank import RankReport, keeps
 from traceview.analysis.windows import StepBreakdown
-from traceview.errors import TraceviewError
+from traceview.errors import TraceviewError, unreadable
 from traceview.model import INTERVALS_SCHEMA
-from traceview.parse.source import unreadable
 from traceview.store.layout import NO_RANK, STORE_VERSION, SUMMARY, TABLES, cannot_write
 from traceview.version import __version__
 

@@ -1,5 +1,5 @@
 """`traceview ingest PATH... --store DIR`: parse each rank trace once into a Parquet store
-that every command reads as it reads traces (README "Trace store")."""
+that every command reads as it reads traces (docs/store.md)."""
 
 from __future__ import annotations
 

@@ -5,27 +5,20 @@ from __future__ import annotations
 
 import csv
 import io
+import typing
 from dataclasses import asdict
 from typing import Any
 
+import msgspec
 import polars as pl
 import polars.selectors as cs
 
-from traceview.analysis.breakdown import METRICS
-from traceview.cli.reporters.as_json import alignment, breakdown
-from traceview.cli.reporters.common import CALL_COLUMNS, call_rows, caveats, rank_rows
-from traceview.cli.steps import StepSelection
+from traceview.cli.reporters.common import BREAKDOWN, caveats, rank_rows
+from traceview.documents import StepSelection, build
+from traceview.documents import structs as d
 from traceview.loader import Runs
 
-ANALYZE_COLUMNS = [
-    "trace",
-    "rank",
-    "world_size",
-    "step",
-    *(f"{m}_us" for m in METRICS),
-    "overlap_pct",
-    "caveats",
-]
+ANALYZE_COLUMNS = ["trace", "rank", "world_size", "step", *BREAKDOWN, "caveats"]
 
 
 def _blank(value: object) -> object:
@@ -43,15 +36,12 @@ def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> 
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(ANALYZE_COLUMNS)
-    for r in runs.reports:
-        for step, b in rank_rows(r, steps, "before_first_step"):
-            metrics = breakdown(b)
+    for r in build.analyze(runs, steps).ranks:
+        for step, b in rank_rows(r, "before_first_step"):
+            times = [getattr(b, f) for f in BREAKDOWN[:-1]]
             writer.writerow(
-                [str(r.trace), _blank(r.rank), _blank(r.world_size), step]
-                + [
-                    _blank(v if v is None else f"{v:.3f}")
-                    for v in (metrics[f"{m}_us"] for m in METRICS)
-                ]
+                [r.trace, _blank(r.rank), _blank(r.world_size), step]
+                + [_blank(v if v is None else f"{v:.3f}") for v in times]
                 + [_blank(None if b.overlap_pct is None else round(b.overlap_pct, 3))]
                 + [caveats(r)]
             )
@@ -59,8 +49,25 @@ def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> 
 
 
 def collectives(runs: Runs, steps: StepSelection | None) -> str:
-    frames = [call_rows(j, steps).with_columns(pl.lit(j.name).alias("job")) for j in runs.jobs]
-    return _write(pl.concat(frames, how="diagonal_relaxed").select("job", *CALL_COLUMNS))
+    rows = [
+        {"job": job.job, **msgspec.structs.asdict(call)}
+        for job in build.collectives(runs, steps).jobs
+        for call in job.calls
+    ]
+    return _write(pl.DataFrame(rows, schema=CALL_TABLE, orient="row"))
+
+
+def _polars_type(annotation: Any) -> Any:
+    """A document field's type (int, float | None, ...) as a polars column type."""
+    kinds = [t for t in typing.get_args(annotation) or (annotation,) if t is not type(None)]
+    return {bool: pl.Boolean, int: pl.Int64, float: pl.Float64, str: pl.String}[kinds[0]]
+
+
+# The calls' columns, as the document declares them.
+CALL_TABLE: dict[str, Any] = {
+    "job": pl.String,
+    **{k: _polars_type(t) for k, t in typing.get_type_hints(d.Call).items()},
+}
 
 
 RANK_COLUMNS = {
@@ -80,21 +87,20 @@ RANK_COLUMNS = {
 def ranks(runs: Runs) -> str:
     """One row per rank of each aligned job; one row (no rank) for a job that is not aligned."""
     rows: list[dict[str, Any]] = []
-    for job in runs.jobs:
-        cross = job.cross_rank
-        if cross is None:
+    for job in build.ranks(runs).jobs:
+        if not job.compared:
             continue
-        if not cross.aligned:
-            rows.append({"job": job.name, "aligned": False, "reason": cross.reason})
+        if not job.aligned:
+            rows.append({"job": job.job, "aligned": False, "reason": job.reason})
         rows += [
             {
-                "job": job.name,
+                "job": job.job,
                 "aligned": True,
-                **alignment(a),
-                "straggler": a.rank == cross.straggler,
-                "reason": cross.reason,
+                **msgspec.structs.asdict(a),
+                "straggler": a.rank == job.straggler,
+                "reason": job.reason,
             }
-            for a in cross.ranks
+            for a in job.per_rank
         ]
     return _write(pl.DataFrame(rows, schema=RANK_COLUMNS))
 
@@ -130,5 +136,6 @@ COMPARE_COLUMNS = [
 
 def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
     """One row per run (findings are sentences, not rows: the table and JSON carry them)."""
-    records = [{**asdict(r), "caveats": "; ".join(r.caveats)} for r in runs.scaling()]
+    rows = build.compare(runs, memory_budget_bytes).runs
+    records = [{**asdict(r), "caveats": "; ".join(r.caveats)} for r in rows]
     return _write(pl.DataFrame(records).select(COMPARE_COLUMNS))

@@ -6,18 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import polars as pl
-
-from traceview.analysis import Breakdown, RankReport
-from traceview.analysis.breakdown import METRICS
-from traceview.analysis.exposure import exposure_by_step
-from traceview.analysis.findings import NO_FINDINGS, Finding
-from traceview.analysis.job import BANDWIDTH_ON_DURATION, LOWER_BOUND
-from traceview.analysis.scaling import COMM_PER_STEP
-from traceview.analysis.spread import rank_spread
-from traceview.cli.reporters.common import PARTIAL, call_rows, rank_rows
-from traceview.cli.steps import StepSelection
-from traceview.loader import Job, Runs
+from traceview.cli.reporters.common import BREAKDOWN, PARTIAL, rank_rows
+from traceview.documents import StepSelection, build
+from traceview.documents import structs as d
+from traceview.documents.words import (
+    BANDWIDTH_ON_DURATION,
+    COMM_PER_STEP,
+    LOWER_BOUND,
+    NO_FINDINGS,
+    strategy_said,
+)
+from traceview.loader import Runs
 
 
 def aligned(
@@ -58,44 +57,42 @@ _STEP_HEAD = (
 def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> str:
     """A job of several ranks leads with its ranks side by side; each rank's own table for a
     job of one rank, or when asked (`per_rank`)."""
+    doc = build.analyze(runs, steps)
     parts = []
-    for job in runs.jobs:
-        if len(job.ranks) > 1:
-            parts.append(_spread_table(job, steps, per_rank))
-        if len(job.ranks) == 1 or per_rank:
-            parts += [_rank_table(r, steps) for r in job.ranks]
-    return "\n".join(parts) + "".join(line + "\n" for line in findings_lines(runs.findings()))
+    for job in doc.jobs:
+        ranks = [r for r in doc.ranks if r.job == job.job]
+        if len(ranks) > 1:
+            parts.append(_spread_table(job, ranks, steps, per_rank))
+        if len(ranks) == 1 or per_rank:
+            parts += [_rank_table(r) for r in ranks]
+    return "\n".join(parts) + "".join(line + "\n" for line in findings_lines(doc.findings))
 
 
-# The step table's column names, a metric per row.
-_SPREAD_NAMES = dict(zip(METRICS, _STEP_HEAD[1:], strict=False))
+# The step table's column names, a figure per row.
+_SPREAD_NAMES = dict(zip(BREAKDOWN, _STEP_HEAD[1:], strict=True))
 
 
-def _spread_table(job: Job, steps: StepSelection | None, per_rank: bool) -> str:
-    ranks = job.ranks
+def _spread_table(
+    job: d.JobSpread, ranks: list[d.Rank], steps: StepSelection | None, per_rank: bool
+) -> str:
     backends = {r.backend for r in ranks if r.backend} or {"backend unknown"}
     over = "whole traces" if steps is None else f"steps {steps}"
     lines = [
-        f"{job.name} · {len(ranks)} ranks · {', '.join(sorted(backends))} · {ranks[0].mode} · "
-        f"{over}"
+        f"{job.job} · {len(ranks)} ranks · {', '.join(sorted(backends))} · {ranks[0].mode} · {over}"
     ]
     cells = [["", "min", "median", "max", "worst rank"]]
-    for s in rank_spread(ranks, None if steps is None else steps.__contains__):
-        if s.metric == "overlap_pct":
-            name, fmt = "overlap %", (lambda v: f"{v:.1f}")
-        else:
-            name, fmt = _SPREAD_NAMES[s.metric], (lambda v: f"{v / 1e6:,.3f}")
-        if s.ranks == 0:
-            cells.append([name, "unknown", "unknown", "unknown", "-"])
+    for key, s in job.spread.items():
+        if s.min is None or s.median is None or s.max is None:
+            cells.append([_SPREAD_NAMES[key], "unknown", "unknown", "unknown", "-"])
             continue
-        assert s.min is not None and s.median is not None and s.max is not None
         worst = "-" if s.worst_rank is None or s.min == s.max else str(s.worst_rank)
-        cells.append([name, fmt(s.min), fmt(s.median), fmt(s.max), worst])
+        shown = [_spread_cell(key, v) for v in (s.min, s.median, s.max)]
+        cells.append([_SPREAD_NAMES[key], *shown, worst])
     lines += aligned(cells, left_first=True)
     said: dict[str, list[str]] = {}
     for r in ranks:
         for n in r.notes:
-            if n.caveat or n.lossy:
+            if n.severity in ("caveat", "lossy"):
                 said.setdefault(n.message, []).append(str(r.rank))
     for message, who in said.items():
         lines.append(f"  caveat (ranks {', '.join(who)}): {message}")
@@ -104,7 +101,11 @@ def _spread_table(job: Job, steps: StepSelection | None, per_rank: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
-def findings_lines(found: Sequence[Finding]) -> list[str]:
+def _spread_cell(key: str, value: float) -> str:
+    return f"{value:.1f}" if key == "overlap_pct" else f"{value / 1e3:,.3f}"  # µs -> ms
+
+
+def findings_lines(found: Sequence[d.Finding]) -> list[str]:
     """Each finding: what the numbers show, then what to do; or that there is none."""
     if not found:
         return ["", NO_FINDINGS]
@@ -114,7 +115,7 @@ def findings_lines(found: Sequence[Finding]) -> list[str]:
     return lines
 
 
-def _rank_table(r: RankReport, steps: StepSelection | None) -> str:
+def _rank_table(r: d.Rank) -> str:
     who = "rank unknown" if r.rank is None else f"rank {r.rank}"
     if r.world_size is not None:
         who += f" of {r.world_size}"
@@ -122,21 +123,23 @@ def _rank_table(r: RankReport, steps: StepSelection | None) -> str:
         f"{who} · {r.backend or 'backend unknown'} · {r.mode} · {r.trace} "
         f"({r.size_bytes / 1e6:,.1f} MB)"
     ]
-    rows = rank_rows(r, steps, "before first step", PARTIAL)
+    rows = rank_rows(r, "before first step", PARTIAL)
     if rows:
         lines += aligned([list(_STEP_HEAD)] + [[name, *_cells(b)] for name, b in rows])
     for c in r.collectives:
         size = "size unknown" if c.bytes is None else f"{c.bytes / 1e6:,.1f} MB"
         if c.bytes is not None and c.bytes_known < c.count:
             size += f" ({c.bytes_known} of {c.count} sized)"
-        lines.append(f"  {c.collective}: {c.count} calls, {c.total_ns / 1e6:,.3f} ms, {size}")
+        lines.append(f"  {c.collective}: {c.count} calls, {c.total_us / 1e3:,.3f} ms, {size}")
     for n in r.notes:
-        lines.append(f"  {'warning' if n.lossy else 'caveat' if n.caveat else 'note'}: {n.message}")
+        kind = {"lossy": "warning", "caveat": "caveat"}.get(n.severity, "note")
+        lines.append(f"  {kind}: {n.message}")
     return "\n".join(lines) + "\n"
 
 
-def _cells(b: Breakdown) -> list[str]:
-    cells = ["unknown" if (v := b.ns(m)) is None else f"{v / 1e6:,.3f}" for m in METRICS]
+def _cells(b: d.Breakdown) -> list[str]:
+    times = [getattr(b, f) for f in BREAKDOWN[:-1]]
+    cells = ["unknown" if v is None else f"{v / 1e3:,.3f}" for v in times]
     cells.append("-" if b.overlap_pct is None else f"{b.overlap_pct:.1f}")
     return cells
 
@@ -162,32 +165,27 @@ _CALL_SHOWN = [
 
 def collectives(runs: Runs, steps: StepSelection | None) -> str:
     lines = []
-    for job in runs.jobs:
-        of = job.strategy_of
-        strategy = f" · {of.said}" if of.name else ""
-        lines.append(f"{job.name}{strategy} · {len(job.ranks)} trace(s)")
-        if of.source == "inferred" and of.evidence:
-            lines.append(f"  strategy inferred from the traces: {of.evidence}")
-        table = call_rows(job, steps)
-        lines += _call_lines(table) if table.height else ["  no collective calls"]
-        chosen = job.calls if steps is None else job.calls.filter(steps.expr("step"))
-        for e in exposure_by_step(chosen):
-            worst = ", ".join(f"{c.name} {c.exposed_ns / 1e3:,.1f} µs" for c in e.calls[:3])
+    for job in build.collectives(runs, steps).jobs:
+        strategy = f" · {strategy_said(job.strategy, job.strategy_source)}" if job.strategy else ""
+        lines.append(f"{job.job}{strategy} · {len(job.traces)} trace(s)")
+        if job.strategy_source == "inferred" and job.strategy_evidence:
+            lines.append(f"  strategy inferred from the traces: {job.strategy_evidence}")
+        lines += _call_lines(job.calls) if job.calls else ["  no collective calls"]
+        for e in job.exposed_by_step:
+            worst = ", ".join(f"{c.name} {c.exposed_us:,.1f} µs" for c in e.calls[:3])
             lines.append(f"  rank {e.rank} step {e.step}: most exposed: {worst}")
-        for r in job.ranks:
-            for t in r.backward_tails:
-                if steps is None or t.step in steps:
-                    lines.append(
-                        f"  rank {r.rank} step {t.step}: backward tail {t.tail_ns / 1e3:,.1f} µs "
-                        "(end of backward compute -> end of the last gradient collective)"
-                    )
-        if job.cross_rank is not None and not job.cross_rank.aligned:
+        for t in job.backward_tails:
             lines.append(
-                f"  no wait/transfer split: the ranks are not aligned ({job.cross_rank.reason})"
+                f"  rank {t.rank} step {t.step}: backward tail {t.tail_us:,.1f} µs "
+                "(end of backward compute -> end of the last gradient collective)"
+            )
+        if job.not_aligned_reason is not None:
+            lines.append(
+                f"  no wait/transfer split: the ranks are not aligned ({job.not_aligned_reason})"
             )
         basis = (
             "transfer times (after cross-rank alignment)"
-            if job.fit_on == "transfer"
+            if job.fits_on == "transfer"
             else "durations"
         )
         for fit in job.fits:
@@ -201,21 +199,21 @@ def collectives(runs: Runs, steps: StepSelection | None) -> str:
     return "\n".join(lines)
 
 
-def _call_lines(table: pl.DataFrame) -> list[str]:
+def _call_lines(calls: list[d.Call]) -> list[str]:
     rows = [[h for _, h, _ in _CALL_SHOWN]]
-    for r in table.iter_rows(named=True):
+    for call in calls:
         cells = []
         for col, _, fmt in _CALL_SHOWN:
-            v = r[col]
+            v = getattr(call, col)
             if col == "bytes" and v is not None:
                 v = v / 1e6
             cell = "-" if v is None else fmt.format(v)
-            if col == "busbw_gbps" and v is not None and r["bandwidth_on"] == "duration":
+            if col == "busbw_gbps" and v is not None and call.bandwidth_on == "duration":
                 cell = LOWER_BOUND + cell
             cells.append(cell)
         rows.append(cells)
     lines = aligned(rows)
-    if (table["bandwidth_on"] == "duration").any():
+    if any(c.bandwidth_on == "duration" for c in calls):
         lines.append(f"  {LOWER_BOUND} {BANDWIDTH_ON_DURATION}")
     return lines
 
@@ -225,61 +223,60 @@ def _call_lines(table: pl.DataFrame) -> list[str]:
 
 def ranks(runs: Runs) -> str:
     lines = []
-    for job in runs.jobs:
-        cross = job.cross_rank
-        if cross is None:
+    for job in build.ranks(runs).jobs:
+        if not job.compared:
             lines += [
-                f"{job.name}: {len(job.ranks)} rank trace(s); cross-rank analysis needs two or "
+                f"{job.job}: {job.ranks} rank trace(s); cross-rank analysis needs two or "
                 "more traces of one job with known ranks",
                 "",
             ]
             continue
-        if not cross.aligned:
+        if not job.aligned:
             lines.append(
-                f"{job.name} · {len(job.ranks)} ranks · NOT ALIGNED: {cross.reason}; no clock "
+                f"{job.job} · {job.ranks} ranks · NOT ALIGNED: {job.reason}; no clock "
                 "offsets, wait/transfer split or straggler"
             )
             lines += _skew_lines(job)
             lines.append("")
             continue
-        rejected = f", {cross.rejected} rejected" if cross.rejected else ""
+        rejected = f", {job.rejected_matches} rejected" if job.rejected_matches else ""
         lines.append(
-            f"{job.name} · {len(job.ranks)} ranks · {cross.matched} collectives matched on every "
-            f"rank by {cross.matched_by} ({cross.unmatched} calls unmatched{rejected}) · clocks "
-            f"on rank {cross.reference_rank}'s"
+            f"{job.job} · {job.ranks} ranks · {job.matched_collectives} collectives matched on "
+            f"every rank by {job.matched_by} ({job.unmatched_calls} calls unmatched{rejected}) · "
+            f"clocks on rank {job.reference_rank}'s"
         )
-        if cross.reason:
-            lines.append(f"  note: {cross.reason}")
+        if job.reason:
+            lines.append(f"  note: {job.reason}")
         rows = [
             ["rank", "clock offset µs", "residual µs", "wait ms", "transfer ms", "arrived last"]
         ]
-        for a in cross.ranks:
+        for a in job.per_rank:
             rows.append(
                 [
                     str(a.rank),
-                    f"{a.offset_ns / 1000:,.1f}",
-                    f"{a.residual_ns / 1000:,.1f}",
-                    f"{a.wait_ns / 1e6:,.3f}",
-                    f"{a.transfer_ns / 1e6:,.3f}",
-                    f"{a.last_arrivals} of {cross.matched}",
+                    f"{a.clock_offset_us:,.1f}",
+                    f"{a.residual_us:,.1f}",
+                    f"{a.wait_us / 1e3:,.3f}",
+                    f"{a.transfer_us / 1e3:,.3f}",
+                    f"{a.last_arrivals} of {job.matched_collectives}",
                 ]
             )
         lines += aligned(rows)
-        if cross.straggler is not None:
-            a = cross.of(cross.straggler)
+        straggler = next((a for a in job.per_rank if a.rank == job.straggler), None)
+        if straggler is not None:
             lines.append(
-                f"  straggler: rank {a.rank} (arrived last at {a.last_arrivals} of "
-                f"{cross.matched} collectives)"
+                f"  straggler: rank {straggler.rank} (arrived last at {straggler.last_arrivals} "
+                f"of {job.matched_collectives} collectives)"
             )
         lines += _skew_lines(job)
         lines.append("")
     return "\n".join(lines)
 
 
-def _skew_lines(job: Job) -> list[str]:
+def _skew_lines(job: d.JobRanks) -> list[str]:
     return [
-        f"  step {s.step}: {s.shortest_ns / 1e6:,.3f}–{s.longest_ns / 1e6:,.3f} ms "
-        f"across ranks (skew {s.skew_ns / 1e6:,.3f} ms, slowest rank {s.slowest_rank})"
+        f"  step {s.step}: {s.shortest_us / 1e3:,.3f}–{s.longest_us / 1e3:,.3f} ms "
+        f"across ranks (skew {s.skew_us / 1e3:,.3f} ms, slowest rank {s.slowest_rank})"
         for s in job.step_skew
     ]
 
@@ -293,7 +290,7 @@ _COMPARE_NOTE = (
     "without a run record); " + COMM_PER_STEP + "; "
     "model states: the largest rank; theory = the textbook ZeRO formula for the "
     "run's precision (AdamW; bf16 = mixed precision), and 'as run' the layout the harness "
-    'holds where it differs, which the measurement should match (README "Memory").'
+    'holds where it differs, which the measurement should match (docs/harness.md "Memory theory").'
 )
 
 
@@ -306,7 +303,8 @@ def _mb(value: float | None) -> str:
 
 
 def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
-    rows = runs.scaling()
+    doc = build.compare(runs, memory_budget_bytes)
+    rows = doc.runs
     head = [
         "strategy",
         "DP",
@@ -354,5 +352,5 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
         for r in rows
         if r.strategy_source == "inferred" and r.strategy_evidence
     ]
-    found = findings_lines(runs.findings(memory_budget_bytes))
+    found = findings_lines(doc.findings)
     return "\n".join([*lines, "", *said, *([""] if said else []), _COMPARE_NOTE, *found]) + "\n"

@@ -22,8 +22,8 @@ if picked:
             "Measured: bytes each rank holds per category, at its largest over a step. "
             f"Theory: the textbook ZeRO formula for AdamW in {run_precision} precision."
             + (
-                " As run: the layout this strategy's implementation holds (see the README's "
-                "Memory section) — the one the measurement should match."
+                " As run: the layout this strategy's implementation holds (docs/harness.md, "
+                "Memory theory) — the one the measurement should match."
                 if layout
                 else ""
             )

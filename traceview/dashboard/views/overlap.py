@@ -24,7 +24,7 @@ if picked:
         st.altair_chart(charts.overlap_chart(frame), width="content")
         st.caption(
             "Each bar is one step's window: compute alone, compute overlapping "
-            "communication, communication exposed, and idle (definitions in the README)."
+            "communication, communication exposed, and idle (definitions in docs/metrics.md)."
         )
         table = frame.pivot(on="part", index=["rank", "step"], values="ms")
         st.dataframe(readable(table, OVERLAP_COLUMNS), hide_index=True)

@@ -1,0 +1,102 @@
+"""The package as users import it: its public names resolve lazily to what type checkers see,
+it ships its types, and its modules stay small enough to read."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import numbers
+from pathlib import Path
+
+import traceview
+
+PACKAGE = Path(traceview.__file__).parent
+MAX_MODULE_LINES = 400
+
+
+def _type_checking_imports() -> dict[str, str]:
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)
+    )
+    return {
+        alias.name: node.module
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+
+def test_the_public_names_are_the_ones_type_checkers_see_and_each_resolves():
+    assert _type_checking_imports() == traceview._EXPORTS
+    for name, module in traceview._EXPORTS.items():
+        assert getattr(traceview, name) is getattr(importlib.import_module(module), name)
+    assert sorted(traceview.__all__) == sorted(traceview._EXPORTS)
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    try:
+        traceview.no_such_name  # noqa: B018
+    except AttributeError as e:
+        assert "no_such_name" in str(e)
+    else:
+        raise AssertionError("no error")
+
+
+def test_the_package_ships_its_types():
+    assert (PACKAGE / "py.typed").is_file()
+
+
+def test_no_module_is_longer_than_a_reader_holds_at_once():
+    roots = (PACKAGE, PACKAGE.parent / "instrumented_train")
+    long = {
+        str(p.relative_to(PACKAGE.parent)): n
+        for root in roots
+        for p in root.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def _not_plain(obj: object, path: str, seen: set[int]) -> list[str]:
+    """Every number inside `obj` (dataclass fields and properties, lists, dicts) that is not a
+    plain Python int, float or bool: a numpy scalar, say."""
+    if id(obj) in seen or obj is None or isinstance(obj, str | Path):
+        return []
+    seen.add(id(obj))
+    if type(obj) in (int, float, bool):
+        return []
+    if isinstance(obj, numbers.Number):
+        return [f"{path}: {type(obj).__name__}"]
+    found: list[str] = []
+    if dataclasses.is_dataclass(obj):
+        names = [f.name for f in dataclasses.fields(obj)]
+        names += [n for n in dir(type(obj)) if isinstance(getattr(type(obj), n), property)]
+        for name in names:
+            found += _not_plain(getattr(obj, name), f"{path}.{name}", seen)
+    elif isinstance(obj, list | tuple):
+        for i, item in enumerate(obj):
+            found += _not_plain(item, f"{path}[{i}]", seen)
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            found += _not_plain(value, f"{path}[{key!r}]", seen)
+    return found
+
+
+def test_the_api_gives_plain_python_numbers_and_whole_bytes():
+    root = PACKAGE.parent
+    found: list[str] = []
+    for folder in ("sample_traces/cpu_sweep/zero3-dp4", "tests/fixtures/traces/nccl_sampled_w128"):
+        job = traceview.load(root / folder)
+        for name in ("ranks", "cross_rank", "fits", "step_skew", "findings"):
+            found += _not_plain(getattr(job, name), f"{folder}: job.{name}", set())
+    runs = traceview.load_runs([root / "sample_traces/cpu_sweep"])
+    for name, value in (("scaling", runs.scaling()), ("predictions", runs.predictions())):
+        found += _not_plain(value, f"runs.{name}()", set())
+    assert found == []
+    for row in runs.scaling():
+        for size in (row.model_state_bytes, row.model_state_theory_bytes):
+            assert size is None or type(size) is int
+    states = traceview.model_state_bytes("zero3", 1_000_000_001, 64, "mixed")
+    assert states == {"params": 31_250_001, "grads": 31_250_001, "optimizer": 187_500_001}

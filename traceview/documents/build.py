@@ -1,0 +1,288 @@
+"""Each command's document, built from loaded runs: the numbers every output format shows, in
+the units they show them (µs, bytes, GB/s), as plain Python numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import polars as pl
+
+from traceview.analysis import Breakdown, RankReport
+from traceview.analysis.breakdown import METRICS
+from traceview.analysis.cross_rank import RankAlignment
+from traceview.analysis.exposure import exposure_by_step
+from traceview.analysis.findings import Finding
+from traceview.analysis.fits import AlphaBetaFit
+from traceview.analysis.spread import rank_spread
+from traceview.documents import structs as d
+from traceview.documents.steps import StepSelection
+from traceview.loader import Job, Runs
+from traceview.version import __version__
+
+# The call table's columns as documents carry them (times in µs).
+CALL_COLUMNS = list(d.Call.__struct_fields__)
+_CALL_TIMES = ("ready", "start", "end", "queue", "wait", "transfer", "exposed")
+
+
+def _envelope() -> dict[str, Any]:
+    return {"traceview_version": __version__, "schema_version": d.SCHEMA_VERSION}
+
+
+def us(ns: float | None) -> float | None:
+    return None if ns is None else float(ns) / 1000.0
+
+
+def _keep(steps: StepSelection | None) -> Callable[[int], bool] | None:
+    return None if steps is None else steps.__contains__
+
+
+def breakdown(b: Breakdown) -> d.Breakdown:
+    return d.Breakdown(**_breakdown_fields(b))
+
+
+def _breakdown_fields(b: Breakdown) -> dict[str, Any]:
+    fields: dict[str, Any] = {f"{m}_us": us(b.ns(m)) for m in METRICS}
+    pct = b.overlap_pct
+    return fields | {"overlap_pct": None if pct is None else float(pct)}
+
+
+def errors(runs: Runs) -> list[d.Error]:
+    return [d.Error(path=str(f.path), message=f.message, lost=f.lost) for f in runs.failures]
+
+
+def finding(f: Finding) -> d.Finding:
+    return d.Finding(rule=f.rule, job=f.job, what=f.what, action=f.action, numbers=f.numbers)
+
+
+# -- analyze -------------------------------------------------------------------------------
+
+
+def analyze(runs: Runs, steps: StepSelection | None = None) -> d.AnalyzeDocument:
+    return d.AnalyzeDocument(
+        **_envelope(),
+        ranks=[rank(r, job.name, steps) for job in runs.jobs for r in job.ranks],
+        jobs=[spread(job, steps) for job in runs.jobs],
+        findings=[finding(f) for f in runs.findings()],
+        errors=errors(runs),
+    )
+
+
+def step_rows(r: RankReport, steps: StepSelection | None) -> list[d.StepRow]:
+    """Before the first step (when every step is shown), then each step chosen."""
+    rows = []
+    before = r.before_first_step
+    if before is not None and steps is None:
+        rows.append(
+            d.StepRow(
+                step=None,
+                before_first_step=True,
+                partial=False,
+                kernels=before.kernels,
+                memcpy=before.memcpy,
+                memset=before.memset,
+                **_breakdown_fields(before.breakdown),
+            )
+        )
+    rows += [
+        d.StepRow(
+            step=s.step,
+            before_first_step=False,
+            partial=s.partial,
+            kernels=None,
+            memcpy=None,
+            memset=None,
+            **_breakdown_fields(s.breakdown),
+        )
+        for s in r.steps
+        if steps is None or s.step in steps
+    ]
+    return rows
+
+
+def rank(r: RankReport, job_name: str, steps: StepSelection | None) -> d.Rank:
+    return d.Rank(
+        trace=str(r.trace),
+        job=job_name,
+        rank=r.rank,
+        world_size=r.world_size,
+        backend=r.backend,
+        mode=r.mode,  # type: ignore[arg-type]
+        size_bytes=r.size_bytes,
+        truncated=r.truncated,
+        notes=[d.Note(severity=n.severity, message=n.message) for n in r.notes],
+        total=breakdown(r.total) if r.total else None,
+        steps=step_rows(r, steps),
+        collectives=[
+            d.CollectiveTotal(
+                collective=c.collective,
+                count=c.count,
+                total_us=float(c.total_ns) / 1000,
+                bytes=c.bytes,
+                bytes_known=c.bytes_known,
+            )
+            for c in r.collectives
+        ],
+    )
+
+
+def spread(job: Job, steps: StepSelection | None) -> d.JobSpread:
+    """The job's ranks side by side: per metric min, median, max (µs; overlap in %) and the
+    rank at the worse end."""
+    out = {}
+    for s in rank_spread(job.ranks, _keep(steps)):
+        key, per = ("overlap_pct", 1.0) if s.metric == "overlap_pct" else (f"{s.metric}_us", 1e3)
+        value = {k: None if v is None else float(v) / per
+                 for k, v in (("min", s.min), ("median", s.median), ("max", s.max))}  # fmt: skip
+        out[key] = d.Spread(**value, worst_rank=s.worst_rank)
+    return d.JobSpread(job=job.name, ranks=len(job.ranks), spread=out)
+
+
+# -- collectives ---------------------------------------------------------------------------
+
+
+def collectives(runs: Runs, steps: StepSelection | None = None) -> d.CollectivesDocument:
+    return d.CollectivesDocument(**_envelope(), jobs=[job_calls(job, steps) for job in runs.jobs])
+
+
+def job_head(job: Job) -> dict[str, Any]:
+    return {
+        "job": job.name,
+        "folder": None if job.folder is None else str(job.folder),
+        "traces": [str(r.trace) for r in job.ranks],
+        "strategy": job.strategy,
+        "strategy_source": job.strategy_of.source,
+        "strategy_evidence": job.strategy_of.evidence or None,
+    }
+
+
+def call_table(job: Job, steps: StepSelection | None) -> pl.DataFrame:
+    """The job's calls (of the steps chosen) in the documents' columns: times in µs."""
+    calls = job.calls if steps is None else job.calls.filter(steps.expr("step"))
+    return calls.with_columns(
+        duration_us=pl.col("dur_ns") / 1000,
+        **{f"{c}_us": pl.col(f"{c}_ns") / 1000 for c in _CALL_TIMES},
+    ).select(CALL_COLUMNS)
+
+
+def job_calls(job: Job, steps: StepSelection | None) -> d.JobCalls:
+    run = job.run
+    buckets = {str(b.index): b.params for b in run.ddp_buckets} if run and run.ddp_buckets else {}
+    chosen = job.calls if steps is None else job.calls.filter(steps.expr("step"))
+    cross = job.cross_rank
+    return d.JobCalls(
+        **job_head(job),
+        calls=msgspec.convert(call_table(job, steps).to_dicts(), list[d.Call]),
+        exposed_by_step=[
+            d.ExposedStep(
+                rank=e.rank,
+                step=e.step,
+                exposed_us=float(e.exposed_ns) / 1000,
+                calls=[
+                    d.ExposedCall(
+                        index=c.index,
+                        collective=c.collective,
+                        label=c.label,
+                        name=c.name,
+                        exposed_us=float(c.exposed_ns) / 1000,
+                    )
+                    for c in e.calls
+                ],
+            )
+            for e in exposure_by_step(chosen)
+        ],
+        bucket_params=buckets,
+        backward_tails=[
+            d.BackwardTail(rank=r.rank, step=t.step, tail_us=float(t.tail_ns) / 1000)
+            for r in job.ranks
+            for t in r.backward_tails
+            if steps is None or t.step in steps
+        ],
+        aligned=cross is not None and cross.aligned,
+        not_aligned_reason=cross.reason if cross is not None and not cross.aligned else None,
+        fits_on=job.fit_on,  # type: ignore[arg-type]
+        fits=[fit(f) for f in job.fits],
+    )
+
+
+def fit(f: AlphaBetaFit) -> d.Fit:
+    return d.Fit(
+        collective=f.collective,
+        calls=f.calls,
+        distinct_sizes=f.distinct_sizes,
+        size_clusters=f.size_clusters,
+        alpha_us=_float(f.alpha_us),
+        bandwidth_gbps=_float(f.bandwidth_gbps),
+        r2=_float(f.r2),
+        confidence=f.confidence,  # type: ignore[arg-type]
+        why=f.why,
+        size_for_90pct_bytes=_float(f.size_for_90pct_bytes),
+        median_bytes=_float(f.median_bytes),
+        step_bytes=_float(f.step_bytes),
+        step_share=_float(f.step_share),
+        one_bucket=f.one_bucket,
+        advice=f.advice,
+    )
+
+
+def _float(x: float | None) -> float | None:
+    return None if x is None else float(x)
+
+
+# -- ranks ---------------------------------------------------------------------------------
+
+
+def alignment(a: RankAlignment) -> d.Alignment:
+    return d.Alignment(
+        rank=a.rank,
+        clock_offset_us=float(a.offset_ns) / 1000,
+        residual_us=float(a.residual_ns) / 1000,
+        wait_us=float(a.wait_ns) / 1000,
+        transfer_us=float(a.transfer_ns) / 1000,
+        last_arrivals=a.last_arrivals,
+    )
+
+
+def ranks(runs: Runs) -> d.RanksDocument:
+    return d.RanksDocument(**_envelope(), jobs=[job_ranks(job) for job in runs.jobs])
+
+
+def job_ranks(job: Job) -> d.JobRanks:
+    cross = job.cross_rank
+    return d.JobRanks(
+        **job_head(job),
+        ranks=len(job.ranks),
+        compared=cross is not None,
+        aligned=cross is not None and cross.aligned,
+        reason=cross.reason if cross else None,
+        matched_by=cross.matched_by if cross else None,
+        reference_rank=cross.reference_rank if cross else None,
+        matched_collectives=cross.matched if cross else 0,
+        rejected_matches=cross.rejected if cross else 0,
+        unmatched_calls=cross.unmatched if cross else 0,
+        straggler=cross.straggler if cross else None,
+        per_rank=[alignment(a) for a in (cross.ranks if cross else ())],
+        step_skew=[
+            d.StepSkew(
+                step=s.step,
+                shortest_us=float(s.shortest_ns) / 1000,
+                longest_us=float(s.longest_ns) / 1000,
+                skew_us=float(s.skew_ns) / 1000,
+                slowest_rank=s.slowest_rank,
+            )
+            for s in job.step_skew
+        ],
+    )
+
+
+# -- compare -------------------------------------------------------------------------------
+
+
+def compare(runs: Runs, memory_budget_bytes: float | None = None) -> d.CompareDocument:
+    return d.CompareDocument(
+        **_envelope(),
+        runs=list(runs.scaling()),
+        findings=[finding(f) for f in runs.findings(memory_budget_bytes)],
+        errors=errors(runs),
+    )

@@ -1,0 +1,34 @@
+"""Documents as JSON text, and the JSON Schema each one is published under
+(docs/schema/<command>.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+from traceview.documents.structs import DOCUMENTS, SCHEMA_VERSION, Document
+
+
+def encode(document: Document) -> str:
+    """Indented, one key per line, as people read it and diff it."""
+    return msgspec.json.format(msgspec.json.encode(document), indent=2).decode() + "\n"
+
+
+def json_schema(command: str) -> dict[str, Any]:
+    """The JSON Schema (2020-12) of `command`'s document at this SCHEMA_VERSION."""
+    document = DOCUMENTS[command]
+    schema = msgspec.json.schema(document)
+    top = schema["$defs"][document.__name__]
+    # A document of another version or command does not validate.
+    top["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
+    top["properties"]["command"] = {"const": command}
+    top["required"] = sorted({*top["required"], "command"})
+    schema = json.loads(json.dumps(schema))  # as a file holds it (a default of () is [])
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:traceview:schema:{command}:v{SCHEMA_VERSION}",
+        "title": f"traceview {command} --format json (schema version {SCHEMA_VERSION})",
+        **schema,
+    }

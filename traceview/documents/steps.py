@@ -1,0 +1,26 @@
+"""Which profiler steps a document covers (`--steps 3,5-7`), as ranges: never materialised, so
+0-10^11 costs nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+INT64_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class StepSelection:
+    ranges: tuple[tuple[int, int], ...]  # inclusive, within int64
+
+    def __contains__(self, step: object) -> bool:
+        return isinstance(step, int) and any(lo <= step <= hi for lo, hi in self.ranges)
+
+    def __str__(self) -> str:
+        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.ranges)
+
+    def expr(self, column: str) -> pl.Expr:
+        """True for rows whose `column` is a selected step."""
+        inside = [pl.col(column).is_between(lo, hi) for lo, hi in self.ranges]
+        return pl.any_horizontal(inside) if inside else pl.lit(False)

@@ -1,0 +1,284 @@
+"""Every command's output as a typed document: what `--format json` encodes, what the CSV and
+table renderers lay out, and what docs/schema/<command>.schema.json publishes (generated from
+these by scripts/schemas.py). Times are in µs, sizes in bytes, bandwidths in GB/s (1e9 bytes/s).
+
+Within one SCHEMA_VERSION keys are only ever added; removing a key or changing its meaning
+raises the version (tests/documents/test_schemas.py holds each released version's schema).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from traceview.analysis.scaling import ScalingRow
+
+SCHEMA_VERSION = 1
+
+Us = Annotated[float, msgspec.Meta(description="microseconds")]
+Struct = msgspec.Struct
+
+
+class Document(Struct, kw_only=True):
+    """The envelope every command's document shares."""
+
+    traceview_version: str
+    schema_version: int
+    command: str
+
+
+class Error(Struct, kw_only=True):
+    """An input that could not be read; `lost` when through no fault of the input (a killed
+    worker, a sweep's point that did not finish)."""
+
+    path: str
+    message: str
+    lost: bool
+
+
+class Finding(Struct, kw_only=True):
+    """What to change, in words, with the numbers it rests on (docs/findings.md)."""
+
+    rule: str
+    job: str
+    what: str
+    action: str
+    numbers: dict[str, float | int | str]
+
+
+class Note(Struct, kw_only=True):
+    """`lossy`: input was dropped; `caveat`: a figure may mislead; `info`."""
+
+    severity: Literal["info", "lossy", "caveat"]
+    message: str
+
+
+# -- analyze -------------------------------------------------------------------------------
+
+
+class Breakdown(Struct, kw_only=True):
+    """One window's time by what ran (docs/metrics.md); null where the trace cannot tell (no
+    communication recorded)."""
+
+    window_us: Us
+    compute_us: Us
+    comm_us: Us | None
+    overlap_us: Us | None
+    exposed_comm_us: Us | None
+    compute_only_us: Us | None
+    idle_us: Us | None
+    overlap_pct: float | None
+
+
+class StepRow(Breakdown, kw_only=True):
+    """A profiler step, or (before_first_step) the work launched before the first one."""
+
+    step: int | None
+    before_first_step: bool
+    partial: bool  # the trace was cut short and this step may be missing work
+    kernels: int | None  # before the first step: what ran there
+    memcpy: int | None
+    memset: int | None
+
+
+class CollectiveTotal(Struct, kw_only=True):
+    collective: str
+    count: int
+    total_us: Us
+    bytes: int | None  # over the calls whose size is recorded
+    bytes_known: int  # calls with a recorded size
+
+
+class Rank(Struct, kw_only=True):
+    trace: str
+    job: str  # the job it is a rank of (its folder, or the trace itself)
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+    mode: Literal["gpu", "cpu"]
+    size_bytes: int
+    truncated: bool
+    notes: list[Note]
+    total: Breakdown | None  # null when the trace holds no work at all
+    steps: list[StepRow]
+    collectives: list[CollectiveTotal]
+
+
+class Spread(Struct, kw_only=True):
+    """One metric over a job's ranks; `worst_rank` is the rank at the worse end."""
+
+    min: float | None
+    median: float | None
+    max: float | None
+    worst_rank: int | None
+
+
+class JobSpread(Struct, kw_only=True):
+    job: str
+    ranks: int
+    spread: dict[str, Spread]  # by metric: window_us ... idle_us, overlap_pct
+
+
+class AnalyzeDocument(Document, kw_only=True):
+    command: Literal["analyze"] = "analyze"
+    ranks: list[Rank]
+    jobs: list[JobSpread]
+    findings: list[Finding]
+    errors: list[Error]
+
+
+# -- collectives ---------------------------------------------------------------------------
+
+
+class JobHead(Struct, kw_only=True):
+    """What every per-job section starts with."""
+
+    job: str  # its folder, or the trace itself
+    folder: str | None
+    traces: list[str]
+    strategy: str | None
+    strategy_source: str  # "run record", "trace metadata", "inferred" or "unknown"
+    strategy_evidence: str | None  # what an inferred strategy rests on
+
+
+class Call(Struct, kw_only=True):
+    """One collective call on one rank (docs/metrics.md "Collectives")."""
+
+    rank: int | None
+    step: int | None
+    index: int
+    collective: str | None
+    label: str | None  # "bucket 3", "blocks.2" (an FSDP module), or null
+    pg: str | None
+    seq: int | None
+    group_size: int | None
+    backward: bool | None
+    ready_us: Us | None
+    start_us: Us | None
+    end_us: Us | None
+    queue_us: Us | None
+    duration_us: Us | None
+    wait_us: Us | None  # aligned jobs: until the last rank arrived
+    transfer_us: Us | None  # after it arrived
+    bytes: int | None
+    elements: int | None
+    algbw_gbps: float | None
+    busbw_gbps: float | None
+    bandwidth_on: str | None  # "transfer" or "duration" (a lower bound)
+    exposed_us: Us | None
+
+
+class ExposedCall(Struct, kw_only=True):
+    index: int
+    collective: str | None
+    label: str | None
+    name: str  # "bucket 3", "reduce_scatter blocks.2", else the collective and its index
+    exposed_us: Us
+
+
+class ExposedStep(Struct, kw_only=True):
+    rank: int | None
+    step: int | None
+    exposed_us: Us
+    calls: list[ExposedCall]  # most exposed first
+
+
+class BackwardTail(Struct, kw_only=True):
+    rank: int | None
+    step: int
+    tail_us: Us
+
+
+class Fit(Struct, kw_only=True):
+    """duration = α + bytes / bandwidth over one collective type's calls."""
+
+    collective: str
+    calls: int
+    distinct_sizes: int
+    size_clusters: int
+    alpha_us: Us | None  # only where the fit is trusted
+    bandwidth_gbps: float | None
+    r2: float | None
+    confidence: Literal["high", "medium", "low"]
+    why: str
+    size_for_90pct_bytes: float | None
+    median_bytes: float | None
+    step_bytes: float | None
+    step_share: float | None
+    one_bucket: bool
+    advice: str
+
+
+class JobCalls(JobHead, kw_only=True):
+    calls: list[Call]
+    exposed_by_step: list[ExposedStep]
+    bucket_params: dict[str, list[str]]  # DDP bucket index -> its parameters (run record)
+    backward_tails: list[BackwardTail]
+    aligned: bool
+    not_aligned_reason: str | None
+    fits_on: Literal["transfer", "duration"]
+    fits: list[Fit]
+
+
+class CollectivesDocument(Document, kw_only=True):
+    command: Literal["collectives"] = "collectives"
+    jobs: list[JobCalls]
+
+
+# -- ranks ---------------------------------------------------------------------------------
+
+
+class Alignment(Struct, kw_only=True):
+    rank: int
+    clock_offset_us: Us
+    residual_us: Us
+    wait_us: Us
+    transfer_us: Us
+    last_arrivals: int
+
+
+class StepSkew(Struct, kw_only=True):
+    step: int
+    shortest_us: Us
+    longest_us: Us
+    skew_us: Us
+    slowest_rank: int
+
+
+class JobRanks(JobHead, kw_only=True):
+    ranks: int
+    compared: bool  # two or more traces of known rank: the figures below are computed
+    aligned: bool
+    reason: str | None
+    matched_by: str | None
+    reference_rank: int | None
+    matched_collectives: int
+    rejected_matches: int
+    unmatched_calls: int
+    straggler: int | None
+    per_rank: list[Alignment]
+    step_skew: list[StepSkew]
+
+
+class RanksDocument(Document, kw_only=True):
+    command: Literal["ranks"] = "ranks"
+    jobs: list[JobRanks]
+
+
+# -- compare -------------------------------------------------------------------------------
+
+
+class CompareDocument(Document, kw_only=True):
+    command: Literal["compare"] = "compare"
+    runs: list[ScalingRow]  # docs/metrics.md "Scaling"
+    findings: list[Finding]
+    errors: list[Error]
+
+
+DOCUMENTS: dict[str, type[Document]] = {
+    "analyze": AnalyzeDocument,
+    "collectives": CollectivesDocument,
+    "ranks": RanksDocument,
+    "compare": CompareDocument,
+}

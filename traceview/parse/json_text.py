@@ -1,0 +1,100 @@
+"""The JSON text of a trace's event array, searched without decoding it: where its events begin
+and end, whether a `}` `,` `{` lies inside a string, what msgspec said went wrong and where."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+
+Bytes = bytes | bytearray
+
+ARRAY_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+ARRAY_END = re.compile(rb"\}\s*\]")
+ANY_ARRAY_END = re.compile(rb"\]")
+_ESCAPED_QUOTE = re.compile(rb'\\+"')
+# A whole string (escapes included), a bracket or a comma: what splits an array's values.
+_STRUCTURE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.S)
+BYTE_AT = re.compile(r"\(byte (\d+)\)")
+WHITESPACE = b" \t\r\n"
+_NON_BLANK = re.compile(rb"[^ \t\r\n\xef\xbb\xbf]")
+MAX_CUT_RETRIES = 64  # boundaries tried, latest first, before a stretch is called invalid
+
+
+def decode_json(data: Bytes) -> Any:
+    return msgspec.json.decode(data)
+
+
+def reason(error: msgspec.DecodeError) -> str:
+    text = str(error).removeprefix("JSON is malformed: ")
+    return BYTE_AT.sub("", text).strip()
+
+
+def first_non_blank(buf: Bytes) -> int:
+    m = _NON_BLANK.search(buf)
+    return len(buf) if m is None else m.start()
+
+
+def last_matches(pattern: re.Pattern[bytes], data: Bytes) -> list[re.Match[bytes]]:
+    """The last matches of `pattern`, latest first: at most MAX_CUT_RETRIES of them."""
+    found: list[re.Match[bytes]] = []
+    for m in pattern.finditer(data):
+        found.append(m)
+        if len(found) > MAX_CUT_RETRIES:
+            found.pop(0)
+    return found[::-1]
+
+
+def _quotes(buf: Bytes, lo: int, hi: int) -> int:
+    """Unescaped quotes in buf[lo:hi] (a quote after an odd run of backslashes is escaped)."""
+    quotes = buf.count(b'"', lo, hi)
+    if quotes and buf.find(b"\\", max(lo - 64, 0), hi) >= 0:
+        for m in _ESCAPED_QUOTE.finditer(buf, max(lo - 64, 0), hi):
+            if lo <= m.end() - 1 < hi and (len(m[0]) - 1) % 2:
+                quotes -= 1
+    return quotes
+
+
+def rfind_boundary(buf: Bytes, lo: int, hi: int, start: int) -> int | None:
+    """Index of the `}` of the last `}` `,` `{` in buf[lo:hi] outside every string (events
+    begin at `start`, outside any), or None. Quote parity is kept while walking left, so each
+    byte is counted once."""
+    before = _quotes(buf, start, hi)  # unescaped quotes in buf[start:hi]
+    while True:
+        close = buf.rfind(b"}", lo, hi)
+        if close < 0:
+            return None
+        before -= _quotes(buf, close, hi)
+        if before % 2 == 0 and BOUNDARY.match(buf, close):
+            return close
+        hi = close
+
+
+def event_texts(doc: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    """The values of the array whose items are doc[start:end], each with its offset in `doc`:
+    split at the commas outside every string and bracket, in one pass (a value nested too deep
+    for the decoder, or broken, is one piece all the same)."""
+    depth = 0
+    begin = start  # where the current value's text begins
+    for m in _STRUCTURE.finditer(doc, start, end):
+        c = doc[m.start()]
+        if c == 0x22:  # a whole string: nothing in it counts
+            continue
+        if c in b"[{":
+            depth += 1
+        elif c in b"]}":
+            depth -= 1
+        elif depth == 0:  # a comma between values
+            yield from _piece(doc, begin, m.start())
+            begin = m.end()
+    yield from _piece(doc, begin, end)
+
+
+def _piece(doc: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    text = doc[start:end]
+    stripped = text.lstrip(WHITESPACE)
+    if stripped.rstrip(WHITESPACE):
+        yield start + len(text) - len(stripped), stripped.rstrip(WHITESPACE)
