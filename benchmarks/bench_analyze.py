@@ -25,8 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 ONE_STEP = ROOT / "tests/fixtures/traces/nccl_ddp_w2_rank0_step5.json.gz"  # 2.3 MB of JSON
 DEFAULT_SOURCES = [
-    ROOT.parent / "shared/traces/nccl_ddp_resnet_w2_rank0/nccl_data.json.gz",  # Kineto's own text
-    ONE_STEP,  # the same job, one step
+    ROOT / "tests/fixtures/traces/nccl_ddp_w2_rank0.json.gz",  # Kineto's own text, every step
 ]
 MB = 1e6
 PURE_PYTHON_ENV = "TRACEVIEW_PURE_PYTHON"  # traceview/parse/fast.py: no compiled scanner

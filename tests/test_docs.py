@@ -1,0 +1,42 @@
+"""The documentation as a reader meets it: a README that is a front page, links that lead
+somewhere inside the repository, and no path from outside it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", ROOT / "DEVELOPERS.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_the_readme_is_a_front_page_over_docs():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 250
+    linked = set(LINK.findall(readme))
+    for page in ("docs/metrics.md", "docs/output.md", "docs/store.md", "docs/harness.md"):
+        assert page in linked
+    assert "docs/images/dashboard.png" in linked and (ROOT / "docs/images/dashboard.png").is_file()
+
+
+def test_every_link_leads_to_a_file_inside_the_repository():
+    broken = []
+    for page in PAGES:
+        for target in LINK.findall(page.read_text()):
+            if re.match(r"[a-z]+:", target):  # a web address
+                continue
+            path = (page.parent / target.split("#")[0]).resolve()
+            if not path.exists() or not path.is_relative_to(ROOT):
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert broken == []
+
+
+def test_no_page_names_a_path_outside_the_repository():
+    outside = re.compile(r"\.\./shared|/work/|(?<![\w.])\.\./\.\.")
+    named = [
+        f"{page.relative_to(ROOT)}: {m.group(0)}"
+        for page in PAGES
+        for m in outside.finditer(page.read_text())
+    ]
+    assert named == []
