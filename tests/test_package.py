@@ -100,3 +100,10 @@ def test_the_api_gives_plain_python_numbers_and_whole_bytes():
             assert size is None or type(size) is int
     states = traceview.model_state_bytes("zero3", 1_000_000_001, 64, "mixed")
     assert states == {"params": 31_250_001, "grads": 31_250_001, "optimizer": 187_500_001}
+
+
+def test_the_step_table_holds_a_breakdowns_fields():
+    from traceview.analysis.breakdown import Breakdown
+    from traceview.tables import BREAKDOWN_COLUMNS
+
+    assert tuple(f.name for f in dataclasses.fields(Breakdown)) == BREAKDOWN_COLUMNS

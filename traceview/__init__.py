@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from traceview.algebra import IntervalSet, union
     from traceview.analysis import (
-        JOB_CALLS_SCHEMA,
         BeforeFirstStep,
         Breakdown,
         CollectiveSummary,
@@ -51,10 +50,11 @@ if TYPE_CHECKING:
         summarize,
     )
     from traceview.loader.ingest import Ingested, ingest
-    from traceview.model import INTERVALS_SCHEMA, Timeline, build_timeline
+    from traceview.model import Timeline, build_timeline
     from traceview.parse import Trace, TraceMeta, read_trace
     from traceview.parse.run_record import RunRecord
     from traceview.strategies import STATE_CATEGORIES, STRATEGIES, Precision, Strategy
+    from traceview.tables import INTERVALS_SCHEMA, JOB_CALLS_SCHEMA
     from traceview.version import __version__
 
 # The public names and the module each comes from (tests/test_package.py checks this against the
@@ -68,10 +68,10 @@ _EXPORTS: dict[str, str] = {
     "CollectiveSummary": "traceview.analysis",
     "CrossRank": "traceview.analysis.cross_rank",
     "Failure": "traceview.loader",
-    "INTERVALS_SCHEMA": "traceview.model",
+    "INTERVALS_SCHEMA": "traceview.tables",
     "Ingested": "traceview.loader.ingest",
     "IntervalSet": "traceview.algebra",
-    "JOB_CALLS_SCHEMA": "traceview.analysis",
+    "JOB_CALLS_SCHEMA": "traceview.tables",
     "Job": "traceview.loader",
     "LOWER_BOUND": "traceview.analysis.job",
     "NO_FINDINGS": "traceview.analysis.findings",

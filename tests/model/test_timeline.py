@@ -2,8 +2,9 @@ import polars as pl
 import pytest
 
 from tests import tracebuild as tb
-from traceview.model import INTERVALS_SCHEMA, build_timeline
+from traceview.model import build_timeline
 from traceview.parse import read_trace
+from traceview.tables import INTERVALS_SCHEMA
 
 US = 1000
 

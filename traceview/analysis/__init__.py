@@ -3,7 +3,7 @@ read here (traceview/loader does that) and nothing is printed."""
 
 from traceview.analysis.breakdown import Breakdown, breakdown
 from traceview.analysis.call_totals import CollectiveSummary, collective_summaries
-from traceview.analysis.job import JOB_CALLS_SCHEMA, JobReport
+from traceview.analysis.job import JobReport
 from traceview.analysis.rank import RankReport, rank_report
 from traceview.analysis.windows import (
     BeforeFirstStep,
@@ -13,7 +13,6 @@ from traceview.analysis.windows import (
 )
 
 __all__ = [
-    "JOB_CALLS_SCHEMA",
     "BeforeFirstStep",
     "Breakdown",
     "CollectiveSummary",

@@ -7,6 +7,7 @@ import polars as pl
 
 from traceview.analysis.spans import exposed_part, kind_set
 from traceview.model import Timeline
+from traceview.tables import CALLS_SCHEMA
 
 # nccl-tests' bus bandwidth factors for a group of n ranks.
 _BUS_FACTOR = {
@@ -19,29 +20,6 @@ _BUS_FACTOR = {
     "send": lambda n: 1.0,
     "recv": lambda n: 1.0,
     "send_recv": lambda n: 1.0,
-}
-
-CALLS_SCHEMA = {
-    "rank": pl.Int32,
-    "step": pl.Int64,
-    "index": pl.Int64,
-    "collective": pl.String,
-    "pg": pl.String,
-    "seq": pl.Int64,
-    "group_size": pl.Int64,
-    "module": pl.String,
-    "backward": pl.Boolean,
-    "lane": pl.String,
-    "ready_ns": pl.Int64,
-    "start_ns": pl.Int64,
-    "end_ns": pl.Int64,
-    "queue_ns": pl.Int64,
-    "dur_ns": pl.Int64,
-    "bytes": pl.Int64,
-    "elements": pl.Int64,
-    "algbw_gbps": pl.Float64,
-    "busbw_gbps": pl.Float64,
-    "exposed_ns": pl.Int64,
 }
 
 

@@ -12,13 +12,14 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis.buckets import label_buckets, label_repeated_buckets
-from traceview.analysis.calls import CALLS_SCHEMA, bus_factors
+from traceview.analysis.calls import bus_factors
 from traceview.analysis.cross_rank import CrossRank, StepSkew, align, step_skew
 from traceview.analysis.fits import AlphaBetaFit, fit_alpha_beta
 from traceview.analysis.rank import RankReport
 from traceview.analysis.strategy_of import StrategyOf, infer_strategy
 from traceview.parse.run_record import RunRecord
 from traceview.strategies import strategy
+from traceview.tables import CALLS_SCHEMA, JOB_CALLS_SCHEMA
 
 # How every output marks and explains a bandwidth over a call's whole duration.
 LOWER_BOUND = "≥"
@@ -26,21 +27,6 @@ BANDWIDTH_ON_DURATION = (
     "a lower bound: over the call's whole duration, which includes waiting for the last rank "
     "to arrive (no transfer time: the ranks are not aligned, or the call was not matched)"
 )
-
-# Every rank's calls (analysis/calls.py), with what the job adds; every column always there.
-JOB_CALLS_SCHEMA: dict[str, pl.DataType] = {
-    **{k: v() if isinstance(v, type) else v for k, v in CALLS_SCHEMA.items()},
-    # DDP bucket index: by the run record's layout, else by DDP's pattern (analysis/buckets.py)
-    "bucket": pl.Int64(),
-    "label": pl.String(),  # "bucket 3", else the FSDP module ("blocks.3", "root"), else null
-    "match": pl.UInt32(),  # the call's match across ranks, where the job is aligned
-    "wait_ns": pl.Int64(),  # until the last rank arrived (aligned jobs)
-    "transfer_ns": pl.Int64(),  # after it arrived
-    # What algbw/busbw divide by: "transfer" (aligned jobs: after the last rank arrived, as
-    # nccl-tests times after a barrier), else "duration", which includes waiting for the last
-    # rank: a lower bound on the bandwidth.
-    "bandwidth_on": pl.String(),
-}
 
 
 @dataclass(frozen=True, kw_only=True)

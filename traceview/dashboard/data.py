@@ -18,16 +18,7 @@ import streamlit as st
 import traceview
 from traceview import Job, TraceviewError
 from traceview.dashboard import ROOT_ENV
-
-RUNS_SCHEMA = {
-    "run": pl.String,
-    "strategy": pl.String,
-    "dp": pl.Int64,
-    "traces": pl.Int64,
-    "preset": pl.String,
-    "samples_per_s": pl.Float64,
-    "problem": pl.String,
-}
+from traceview.documents.frames import frame
 
 
 def root() -> Path:
@@ -56,21 +47,10 @@ def _name(source: traceview.RunSource, base: Path) -> str:
 def discover_runs(base: str) -> pl.DataFrame:
     """Every run under `base` (as every command finds them), with its run record's headline."""
     folder = Path(base)
-    rows = []
-    for source in traceview.find_runs([folder], within=folder, empty_ok=True):
-        s = traceview.summarize(source)
-        rows.append(
-            {
-                "run": _name(source, folder),
-                "strategy": s.strategy,
-                "dp": s.dp,
-                "traces": s.traces,
-                "preset": s.preset,
-                "samples_per_s": s.samples_per_s,
-                "problem": s.problem,
-            }
-        )
-    return pl.DataFrame(rows, schema=RUNS_SCHEMA)
+    sources = traceview.find_runs([folder], within=folder, empty_ok=True)
+    names = [_name(source, folder) for source in sources]
+    summaries = [traceview.summarize(source) for source in sources]
+    return frame(summaries, traceview.RunSummary, lead=("run", names))
 
 
 @st.cache_resource(show_spinner="Analysing traces…", max_entries=32)

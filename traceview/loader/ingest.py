@@ -6,8 +6,6 @@ whole is not parsed again."""
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,17 +17,10 @@ from traceview.loader.parallel import Failure, crashed, guarded, not_finished
 from traceview.loader.rank import analyze_trace
 from traceview.loader.sources import RunSource, check_one_job, find_runs
 from traceview.loader.workers import map_in_processes
-from traceview.parse.run_record import RUN_RECORD, incomplete_run
+from traceview.parse.run_record import incomplete_run
 from traceview.parse.stream import MAX_EVENT_BYTES
-from traceview.store import layout, lock
-from traceview.store.partition import (
-    Source,
-    check_current,
-    check_whole,
-    read_stored,
-    source_of,
-    write_partition,
-)
+from traceview.store import commit, layout, lock
+from traceview.store.partition import source_of, write_partition
 
 WaitFn = Callable[[str], None]  # told who holds the store, once, when a writer starts waiting
 
@@ -126,9 +117,9 @@ def ingest(
     with lock.own_folder(root) as incoming:
         tasks, unchanged = [], {}
         for source, name in zip(sources, names, strict=True):
-            known = _stored_sources(root, name)
+            known = commit.known_partitions(root, name)
             for i, path in enumerate(source.files):
-                found = _unchanged(path, known, comm_pattern)
+                found = commit.unchanged(path, known, comm_pattern)
                 if found is not None:
                     unchanged[path] = found.rank
                     continue
@@ -189,7 +180,7 @@ def _commit_jobs(
         if not (mine or kept or lost):
             continue
         try:
-            written += _commit(root, name, _JobOutcome(source, mine, kept, lost))
+            written += _commit(root, name, source, mine, kept, lost)
         except CannotWrite as e:
             raise CannotWrite(root, e.reason) from None
         except TraceviewError as e:
@@ -213,13 +204,14 @@ def ingest_one(trace: Path, store: str | Path, job: str, comm_pattern: str | Non
                 raise layout.cannot_write(root, e) from None
             stored: dict[Path, int | None] = {}
             if isinstance(outcome, Written):
-                _replace_dir(outcome.folder, layout.partition_dir(root, job, outcome.rank))
+                commit.replace_dir(outcome.folder, layout.partition_dir(root, job, outcome.rank))
                 stored[trace] = outcome.rank
-            old = _job_record(root, job)
+            old = commit.job_record(root, job)
+            failed = {outcome.path: outcome.message} if isinstance(outcome, Failure) else {}
             record = layout.JobRecord(
                 source=old.source if old else str(trace.parent.resolve()),
                 incomplete=old.incomplete if old else None,
-                traces=_merged(old, stored, [outcome] if isinstance(outcome, Failure) else []),
+                traces=commit.merged(old, stored, failed),
             )
             layout.write_job_record(root, job, record)
     if isinstance(outcome, Failure):
@@ -240,67 +232,16 @@ def _sources(paths: Sequence[str | Path], root: Path) -> list[RunSource]:
     return sources
 
 
-@dataclass(frozen=True)
-class _Known:
-    """A partition of the job in place, whole, and what it was made from."""
-
-    source: Source
-    comm_pattern: str | None
-    rank: int | None
-
-
-def _stored_sources(root: Path, job: str) -> list[_Known]:
-    if not layout.job_dir(root, job).is_dir():
-        return []
-    out = []
-    for folder in layout.partitions(root, job):
-        try:
-            stored = read_stored(folder)
-            check_current(stored, folder)
-            check_whole(stored, folder)
-        except TraceviewError:
-            continue  # an unreadable, outdated or damaged partition is made again
-        out.append(_Known(stored.source, stored.comm_pattern, stored.report.rank))
-    return out
-
-
-def _unchanged(path: Path, known: list[_Known], comm_pattern: str | None) -> _Known | None:
-    """The partition of the job made, with the same options, from a trace of this size,
-    modification time and head and tail (hashed only when the first two agree), if any."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return None  # the worker says why
-    candidates = [
-        k
-        for k in known
-        if k.comm_pattern == comm_pattern
-        and (k.source.size, k.source.mtime_ns) == (stat.st_size, stat.st_mtime_ns)
-    ]
-    if not candidates:
-        return None
-    try:
-        now = source_of(path)
-    except TraceviewError:
-        return None
-    return next((k for k in candidates if k.source.same_content(now)), None)
-
-
-@dataclass(frozen=True)
-class _JobOutcome:
-    """What this ingest did with one job's traces."""
-
-    source: RunSource
-    written: list[Written]
-    unchanged: dict[Path, int | None]  # trace -> the rank of its partition, up to date
-    failed: list[Failure]  # traces of the job that could not be stored
-
-
-def _commit(root: Path, job: str, outcome: _JobOutcome) -> list[Path]:
-    """(Under the writer lock.) The job's new partitions into place, and its job record and
-    run record beside them. Refused whole when the traces cannot be one job (nothing in place
-    changes)."""
-    source, written = outcome.source, outcome.written
+def _commit(
+    root: Path,
+    job: str,
+    source: RunSource,
+    written: list[Written],
+    unchanged: dict[Path, int | None],
+    failed: list[Failure],
+) -> list[Path]:
+    """(Under the writer lock.) One job's outcome into the store; refused whole when its traces
+    cannot be one job (nothing in place changes)."""
     if source.folder is not None and written:
         check_one_job(source.folder, written)
         rankless = [w.trace.name for w in written if w.rank is None]
@@ -309,82 +250,12 @@ def _commit(root: Path, job: str, outcome: _JobOutcome) -> list[Path]:
                 f"{source.folder}: {len(rankless)} traces do not say their rank "
                 f"({', '.join(rankless[:3])}); a store keeps one per job: ingest them one by one"
             )
-    folder = layout.job_dir(root, job)
-    new_job = not folder.exists()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise layout.cannot_write(folder, e) from None
-    try:
-        return _put_in_place(root, job, outcome)
-    except BaseException:
-        if new_job:
-            shutil.rmtree(folder, ignore_errors=True)  # no job is better than an empty one
-        raise
-
-
-def _put_in_place(root: Path, job: str, outcome: _JobOutcome) -> list[Path]:
-    source, written = outcome.source, outcome.written
-    folder = layout.job_dir(root, job)
-    where = source.folder if source.folder is not None else source.files[0]
-    old = _job_record(root, job)
-    record = layout.JobRecord(
-        source=str(where.resolve()),
+    changes = commit.JobChanges(
+        source=source.folder if source.folder is not None else source.files[0],
         incomplete=incomplete_run(source.folder) if source.folder is not None else None,
-        traces=_merged(
-            old, {**outcome.unchanged, **{w.trace: w.rank for w in written}}, outcome.failed
-        ),
+        run_folder=source.folder,
+        written={w.trace: (w.folder, w.rank) for w in written},
+        unchanged=unchanged,
+        failed={f.path: f.message for f in failed},
     )
-    if record != old:
-        layout.write_job_record(root, job, record)
-    if source.folder is not None and (source.folder / RUN_RECORD).is_file():
-        run = (source.folder / RUN_RECORD).read_bytes()
-        there = folder / RUN_RECORD
-        if not there.is_file() or there.read_bytes() != run:
-            layout.write_atomically(there, run)
-    placed = []
-    for w in written:
-        target = layout.partition_dir(root, job, w.rank)
-        _replace_dir(w.folder, target)
-        placed.append(target)
-    return placed
-
-
-def _job_record(root: Path, job: str) -> layout.JobRecord | None:
-    try:
-        return layout.read_job_record(root, job)
-    except TraceviewError:
-        return None  # a damaged record is written anew
-
-
-def _merged(
-    old: layout.JobRecord | None, stored: dict[Path, int | None], failed: list[Failure]
-) -> tuple[layout.StoredTrace, ...]:
-    """The traces the job's ingests read: the earlier ones, then what this one stored (the
-    rank of its partition) or could not (why; the rank an earlier ingest stored it as)."""
-    traces = {t.trace: t for t in (old.traces if old else ())}
-    for path, rank in stored.items():
-        key = str(path.resolve())
-        traces[key] = layout.StoredTrace(key, rank)
-    for f in failed:
-        key = str(f.path.resolve())
-        before = traces.get(key)
-        traces[key] = layout.StoredTrace(key, before.rank if before else None, f.message)
-    return tuple(sorted(traces.values(), key=lambda t: t.trace))
-
-
-def _replace_dir(new: Path, target: Path) -> None:
-    """(Under the writer lock.) `new` becomes `target`: readers see the old partition or the
-    new one, never a mix (for the instant between the two renames, neither; an ingest stopped
-    there leaves the old one aside, removed by the next writer, which makes it again)."""
-    try:
-        if target.exists():
-            old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
-            target.rename(old)
-            new.rename(target)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            new.rename(target)
-    except OSError as e:
-        raise layout.cannot_write(target, e) from None
+    return commit.commit_job(root, job, changes)

@@ -24,9 +24,10 @@ from traceview.errors import Note, TraceviewError
 from traceview.inputs import ProgressFn, is_stream
 from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many, not_finished
 from traceview.loader.sources import RunSource, check_one_job, find_runs
-from traceview.loader.stored import read_partitions, stored_incomplete
-from traceview.model import INTERVALS_SCHEMA
+from traceview.loader.stored import read_partitions
 from traceview.parse.run_record import RunRecord, incomplete_run, read_run_record
+from traceview.store.completeness import stored_incomplete
+from traceview.tables import INTERVALS_SCHEMA
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,7 +71,7 @@ class Job:
 
     @property
     def calls(self) -> pl.DataFrame:
-        """Every collective call of every rank (analysis/job.py JOB_CALLS_SCHEMA)."""
+        """Every collective call of every rank (traceview/tables.py JOB_CALLS_SCHEMA)."""
         return self.report.calls
 
     @property
@@ -101,7 +102,7 @@ class Job:
 
     @cached_property
     def intervals(self) -> pl.DataFrame:
-        """The model of every rank as one table (model/schema.py INTERVALS_SCHEMA, with its
+        """The model of every rank as one table (traceview/tables.py INTERVALS_SCHEMA, with its
         `rank` column). Ranks loaded without theirs (keep_intervals) are read again for them
         when first asked for."""
         frames = [r.intervals for r in self.ranks]

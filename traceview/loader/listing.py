@@ -13,9 +13,9 @@ from traceview.parse.run_record import RunRecord, read_run_record
 @dataclass(frozen=True, kw_only=True)
 class RunSummary:
     source: RunSource
-    traces: int
     strategy: str | None  # from the run record, when there is one
     dp: int | None
+    traces: int
     preset: str | None
     samples_per_s: float | None  # the global batch over the median measured step
     problem: str | None = None  # why the run record could not be read

@@ -10,21 +10,8 @@ import polars as pl
 from traceview.model import messages
 from traceview.model.distinct import per_distinct
 from traceview.parse.names import COMM_CALL, collective_of, named
+from traceview.tables import CPU_CALLS_SCHEMA
 
-CPU_CALLS_SCHEMA = {
-    "pid": pl.Int64,
-    "tid": pl.Int64,
-    "call_start_ns": pl.Int64,
-    "call_end_ns": pl.Int64,
-    "call_collective": pl.String,
-    "call_in_bytes": pl.Int64,
-    "call_out_bytes": pl.Int64,
-    "call_elem_bytes": pl.Int64,
-    "call_group_size": pl.Int64,
-    "call_pg": pl.String,
-    "call_pg_desc": pl.String,
-    "call_seq": pl.Int64,
-}
 CALL_FIELDS = [c for c in CPU_CALLS_SCHEMA if c.startswith("call_")]
 
 # Which op names the collective best, and which carries the recorded arguments (lower wins).

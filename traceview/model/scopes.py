@@ -16,14 +16,7 @@ from traceview.parse.names import (
     named,
     runs_own_collective,
 )
-
-SCOPE_SCHEMA = {
-    "pid": pl.Int64,
-    "tid": pl.Int64,
-    "scope_start": pl.Int64,
-    "scope_end": pl.Int64,
-    "scope_name": pl.String,
-}
+from traceview.tables import SCOPES_SCHEMA
 
 
 def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
@@ -91,7 +84,7 @@ def own_collective_spans(events: pl.DataFrame) -> pl.DataFrame:
     ops = events.filter(named(events, f"^{re.escape(SYMM_MEM_PREFIX)}"))["name"].unique()
     chosen = [str(op) for op in ops if runs_own_collective(str(op))]
     if not chosen:
-        return pl.DataFrame(schema=SCOPE_SCHEMA)
+        return pl.DataFrame(schema=SCOPES_SCHEMA)
     return spans(events, "^(?:" + "|".join(re.escape(op) for op in chosen) + ")$")
 
 

@@ -17,7 +17,6 @@ from traceview.model.gpu import (
     launches_of,
 )
 from traceview.model.notes import timeline_notes
-from traceview.model.schema import INTERVALS_SCHEMA
 from traceview.model.steps import step_spans
 from traceview.parse import Trace
 from traceview.parse.names import (
@@ -29,6 +28,7 @@ from traceview.parse.names import (
     WRAPPER_SPANS,
     named,
 )
+from traceview.tables import INTERVALS_SCHEMA
 
 Mode = Literal["gpu", "cpu"]
 

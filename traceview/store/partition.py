@@ -17,21 +17,13 @@ import msgspec
 import polars as pl
 
 from traceview.analysis.breakdown import Breakdown
-from traceview.analysis.calls import CALLS_SCHEMA
 from traceview.analysis.rank import RankReport, keeps
 from traceview.analysis.windows import StepBreakdown
 from traceview.errors import TraceviewError, unreadable
-from traceview.model import INTERVALS_SCHEMA
 from traceview.store.layout import NO_RANK, STORE_VERSION, SUMMARY, TABLES, cannot_write
+from traceview.tables import BREAKDOWN_COLUMNS, CALLS_SCHEMA, INTERVALS_SCHEMA, STEPS_SCHEMA
 from traceview.version import __version__
 
-_BREAKDOWN = [f.name for f in dataclasses.fields(Breakdown)]
-STEPS_SCHEMA: dict[str, pl.DataType] = {
-    "step": pl.Int64(),
-    "partial": pl.Boolean(),  # the trace was cut short and this step may be missing work
-    **{name: pl.Int64() for name in _BREAKDOWN},
-    "window_ns": pl.Int64(),  # end_ns - start_ns, for queries
-}
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")
 _HEAD_TAIL = 1 << 20  # bytes of each end of a trace that its digest covers
 
@@ -243,18 +235,17 @@ def read_partition(
     if key != (NO_RANK if summary.rank is None else str(summary.rank)):
         raise TraceviewError(f"{folder}: holds rank {summary.rank}, not {key}")
     steps = _table(folder, "steps", STEPS_SCHEMA, summary.rank)
-    calls_schema = {k: v() if isinstance(v, type) else v for k, v in CALLS_SCHEMA.items()}
     return RankReport(
         **{f: getattr(summary, f) for f in RankSummary.__struct_fields__},
         steps=tuple(
             StepBreakdown(
                 step=row["step"],
                 partial=row["partial"],
-                breakdown=Breakdown(**{k: row[k] for k in _BREAKDOWN}),
+                breakdown=Breakdown(**{k: row[k] for k in BREAKDOWN_COLUMNS}),
             )
             for row in steps.iter_rows(named=True)
         ),
-        calls=_table(folder, "calls", calls_schema, summary.rank),
+        calls=_table(folder, "calls", CALLS_SCHEMA, summary.rank),
         intervals=_table(folder, "intervals", INTERVALS_SCHEMA, summary.rank)
         if keeps(keep_intervals, summary.rank)
         else None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import typing
 from dataclasses import asdict
 from typing import Any
 
@@ -16,6 +15,7 @@ import polars.selectors as cs
 from traceview.cli.reporters.common import BREAKDOWN, caveats, rank_rows
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
+from traceview.documents.frames import frame
 from traceview.loader import Runs
 
 ANALYZE_COLUMNS = ["trace", "rank", "world_size", "step", *BREAKDOWN, "caveats"]
@@ -49,25 +49,10 @@ def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> 
 
 
 def collectives(runs: Runs, steps: StepSelection | None) -> str:
-    rows = [
-        {"job": job.job, **msgspec.structs.asdict(call)}
-        for job in build.collectives(runs, steps).jobs
-        for call in job.calls
-    ]
-    return _write(pl.DataFrame(rows, schema=CALL_TABLE, orient="row"))
-
-
-def _polars_type(annotation: Any) -> Any:
-    """A document field's type (int, float | None, ...) as a polars column type."""
-    kinds = [t for t in typing.get_args(annotation) or (annotation,) if t is not type(None)]
-    return {bool: pl.Boolean, int: pl.Int64, float: pl.Float64, str: pl.String}[kinds[0]]
-
-
-# The calls' columns, as the document declares them.
-CALL_TABLE: dict[str, Any] = {
-    "job": pl.String,
-    **{k: _polars_type(t) for k, t in typing.get_type_hints(d.Call).items()},
-}
+    jobs = build.collectives(runs, steps).jobs
+    calls = [call for job in jobs for call in job.calls]
+    names = [job.job for job in jobs for _ in job.calls]
+    return _write(frame(calls, d.Call, lead=("job", names)))
 
 
 RANK_COLUMNS = {

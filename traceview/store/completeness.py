@@ -1,0 +1,57 @@
+"""Whether a stored job is whole: its job record (every trace its ingests read) against the
+partitions in place."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from traceview.store import layout
+
+
+def stored_incomplete(job_folder: Path, partitions: Sequence[Path]) -> str | None:
+    """What the stored job lacks: why its run was incomplete when it was ingested (as for its
+    traces), and the ranks its ingests stored or failed to store that `partitions` lack."""
+    record = layout.read_job_record(job_folder.parent, job_folder.name.removeprefix("job="))
+    if record is None:
+        return None
+    said = [record.incomplete] if record.incomplete else []
+    if lost := _lost_ranks(record.traces, {p.name.removeprefix("rank=") for p in partitions}):
+        said.append(lost)
+    return "; ".join(said) or None
+
+
+def _lost_ranks(traces: Sequence[layout.StoredTrace], present: set[str]) -> str | None:
+    """'1 of 2 ranks in the store: …' when a rank an ingest stored is gone, or a trace could
+    not be stored at all; None when every trace ingested has its partition."""
+    expected = {layout.rank_key(t.rank) for t in traces if t.failed is None or t.rank is not None}
+    missing = sorted(expected - present, key=_rank_order)
+    never = [t for t in traces if t.failed is not None and t.rank is None]
+    stale = [t for t in traces if t.failed is not None and layout.rank_key(t.rank) in present]
+    said = []
+    if missing:
+        ranks = ", ".join(_rank_name(k) for k in missing)
+        said.append(
+            f"{ranks} missing (its partition gone, never completed, or a link out of the folder "
+            "read: ingest the job again)"
+        )
+    said += [f"not stored: {t.failed}" for t in never[:3]]
+    if len(never) > 3:
+        said.append(f"and {len(never) - 3} more traces not stored")
+    said += [
+        f"{_rank_name(layout.rank_key(t.rank))} is from an earlier version of its trace, which "
+        f"could not be stored again ({t.failed})"
+        for t in stale[:3]
+    ]
+    if not missing and not never and not stale:
+        return None
+    total = len(expected | present) + len(never)
+    return f"{len(present)} of {total} ranks in the store: " + "; ".join(said)
+
+
+def _rank_order(key: str) -> tuple[int, int]:
+    return (1, 0) if key == layout.NO_RANK else (0, int(key))
+
+
+def _rank_name(key: str) -> str:
+    return "the rank-less trace" if key == layout.NO_RANK else f"rank {key}"
