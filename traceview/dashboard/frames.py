@@ -1,6 +1,7 @@
 """Tidy frames of loaded runs, one row per observation: what the dashboard's charts and the
-static report draw. Every number comes from the public API (traceview.load); nothing new is
-computed for display."""
+static report draw. Every number comes from the documents every output renders
+(traceview/documents: the overlap per step, the calls, the runs compared) or from the public API
+(traceview.load); nothing new is computed for display."""
 
 from __future__ import annotations
 
@@ -21,29 +22,32 @@ from traceview import (
     run_precision,
     union,
 )
+from traceview.documents import StepSelection, build
+from traceview.documents import structs as d
+from traceview.documents.frames import frame as record_table
 
 OVERLAP_PARTS = ("compute_only", "overlap", "exposed_comm", "idle")
 
 
 def overlap_frame(job: Job) -> pl.DataFrame:
     """rank, step, part (compute_only | overlap | exposed_comm | idle), ms — the parts add up
-    to the step window."""
+    to the step window (from the analyze document's step rows)."""
     rows = [
-        {"rank": r.rank, "step": s.step, "part": part, "ms": value / 1e6}
-        for r in job.ranks
+        {"rank": r.rank, "step": s.step, "part": part, "ms": value / 1e3}
+        for r in (build.rank(report, job.name, None) for report in job.ranks)
         for s in r.steps
+        if not s.before_first_step
         for part in OVERLAP_PARTS
-        if (value := s.breakdown.ns(part)) is not None  # unknown where comm is not measured
+        if (value := getattr(s, f"{part}_us")) is not None  # unknown where comm is not measured
     ]
     schema = {"rank": pl.Int64, "step": pl.Int64, "part": pl.String, "ms": pl.Float64}
     return pl.DataFrame(rows, schema=schema)
 
 
 def scaling_frame(runs: Runs) -> pl.DataFrame:
-    """One row per run (traceview.ScalingRow); `caveats` joined into one string."""
-    return pl.DataFrame(
-        [{**asdict(r), "caveats": "; ".join(r.caveats) or None} for r in runs.scaling()]
-    )
+    """One row per run (the compare document's runs); `caveats` joined into one string."""
+    rows = build.compare(runs).runs
+    return pl.DataFrame([{**asdict(r), "caveats": "; ".join(r.caveats) or None} for r in rows])
 
 
 # The scaling table as people read it: column (label with its unit, number format).
@@ -100,7 +104,7 @@ def caveat_lines(runs: Runs, root: str = "") -> list[str]:
     def short(name: str) -> str:
         return name.removeprefix(root).lstrip("/") or name if root else name
 
-    rows = runs.scaling()
+    rows = build.compare(runs).runs
     lines = [f"{short(r.job)}: {c}" for r in rows for c in r.caveats]
     lines += [
         f"{short(r.job)}: strategy {r.strategy} inferred from the traces: {r.strategy_evidence}"
@@ -154,20 +158,22 @@ def memory_frame(job: Job) -> pl.DataFrame:
 
 
 def calls_frame(job: Job, step: int | None = None) -> pl.DataFrame:
-    """Collective calls (of one step, if given) with times in ms from the first call's ready
-    time, and a label (bucket, else module, else the collective)."""
-    calls = job.calls if step is None else job.calls.filter(pl.col("step") == step)
+    """Collective calls (of one step, if given; the collectives document's calls) with times in
+    ms from the first call's ready time, and a label (bucket, else module, else the
+    collective)."""
+    steps = None if step is None else StepSelection(((step, step),))
+    calls = record_table(build.job_calls(job, steps).calls, d.Call)
     if calls.height == 0:
         return calls
-    origin = calls["ready_ns"].drop_nulls().min() or calls["start_ns"].min()
+    origin = calls["ready_us"].drop_nulls().min() or calls["start_us"].min()
     return calls.with_columns(
         label=pl.coalesce(pl.col("label"), pl.col("collective")),
-        ready_ms=(pl.col("ready_ns") - origin) / 1e6,
-        start_ms=(pl.col("start_ns") - origin) / 1e6,
-        end_ms=(pl.col("end_ns") - origin) / 1e6,
+        ready_ms=(pl.col("ready_us") - origin) / 1e3,
+        start_ms=(pl.col("start_us") - origin) / 1e3,
+        end_ms=(pl.col("end_us") - origin) / 1e3,
         mb=pl.col("bytes") / 1e6,
-        duration_ms=pl.col("dur_ns") / 1e6,
-        exposed_ms=pl.col("exposed_ns") / 1e6,
+        duration_ms=pl.col("duration_us") / 1e3,
+        exposed_ms=pl.col("exposed_us") / 1e3,
         bandwidth_from=pl.when(pl.col("bandwidth_on") == "duration")
         .then(pl.lit(f"duration ({LOWER_BOUND} {BANDWIDTH_ON_DURATION})"))
         .otherwise(pl.col("bandwidth_on")),

@@ -161,9 +161,9 @@ _SUMMARY_HEAD = [
 
 def _most_exposed(job: Job) -> str:
     calls = calls_frame(job)
-    if calls.height == 0 or calls["exposed_ns"].sum() == 0:
+    if calls.height == 0 or calls["exposed_us"].sum() == 0:
         return "<p>No collective left exposed.</p>"
-    total = calls["exposed_ns"].sum()
+    total_ms = float(calls["exposed_us"].sum()) / 1e3
     # An FSDP module has an all-gather and a reduce-scatter: each is its own row, named.
     named = pl.col("label").str.starts_with("bucket ") | (pl.col("label") == pl.col("collective"))
     calls = calls.with_columns(
@@ -173,14 +173,14 @@ def _most_exposed(job: Job) -> str:
         calls.group_by("label")
         .agg(
             calls=pl.len(),
-            exposed_ms=pl.col("exposed_ns").sum() / 1e6,
+            exposed_ms=pl.col("exposed_us").sum() / 1e3,
             mb=pl.col("bytes").median() / 1e6,
         )
         .sort("exposed_ms", descending=True)
         .head(MOST_EXPOSED)
     )
     rows = [
-        [_e(label), str(n), f"{ms:,.3f}", f"{100 * ms * 1e6 / total:.1f}", _num(mb, ",.2f")]
+        [_e(label), str(n), f"{ms:,.3f}", f"{100 * ms / total_ms:.1f}", _num(mb, ",.2f")]
         for label, n, ms, mb in top.select("label", "calls", "exposed_ms", "mb").iter_rows()
     ]
     head = ["bucket, module or collective", "calls", "exposed ms", "% of exposed", "median MB"]
