@@ -4,6 +4,8 @@ somewhere inside the repository, and no path from outside it."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -40,3 +42,14 @@ def test_no_page_names_a_path_outside_the_repository():
         for m in outside.finditer(page.read_text())
     ]
     assert named == []
+
+
+def test_the_api_pages_examples_run(tmp_path):
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
+    assert len(blocks) >= 2
+    script = tmp_path / "api_examples.py"
+    script.write_text("\n".join(blocks))
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
