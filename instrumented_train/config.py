@@ -55,6 +55,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "lr": (0.0, 10.0),  # positive: checked below
     "seed": (0, 2**63 - 1),
     "bucket_cap_mb": (0.0, 1 << 20),  # positive: checked below
+    "threads": (1, 4096),
 }
 MAX_TOKENS_PER_MICRO_STEP = 1 << 24
 
@@ -97,6 +98,13 @@ class RunConfig:
     )
     device: DeviceChoice = field(
         default="auto", metadata=_help("auto: CUDA + NCCL when a GPU is present, else CPU + Gloo")
+    )
+    threads: int | None = field(
+        default=None,
+        metadata=_help(
+            "intra-op threads per rank (default: 1 on CPU, torch's own on GPU): the same at every "
+            "DP degree, so runs compare like for like"
+        ),
     )
     record_shapes: bool = field(default=True, metadata=_help("record op input shapes"))
     out: Path = field(default=Path("runs/run"), metadata=_help("run folder to create"))

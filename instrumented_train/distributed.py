@@ -81,3 +81,31 @@ def init_distributed(choice: DeviceChoice) -> DistEnv:
 def shutdown() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+
+
+def cpus() -> list[int]:
+    """The CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def pin_threads(threads: int | None, env: DistEnv) -> int:
+    """torch's intra-op threads for this rank: `threads`, else 1 on CPU (torchrun sets
+    OMP_NUM_THREADS=1 only when it starts several processes, so a DP-1 run would otherwise use
+    every core and not compare with the others), else torch's own on GPU. Warns (once per node)
+    when the node's ranks ask for more threads than it has cores. The threads set."""
+    wanted = threads if threads is not None else (None if env.is_cuda else 1)
+    if wanted is not None:
+        torch.set_num_threads(wanted)
+    have = torch.get_num_threads()
+    cores = len(cpus())
+    if env.local_rank == 0 and env.local_world_size * have > cores:
+        log.warning(
+            "%d ranks × %d intra-op thread(s) on this node exceed the %d core(s) it may use: "
+            "the ranks compete for cores, and step times show it",
+            env.local_world_size,
+            have,
+            cores,
+        )
+    return have

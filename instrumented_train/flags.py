@@ -50,8 +50,8 @@ def build_parser(prog: str = "python -m instrumented_train") -> argparse.Argumen
             options["choices"] = typing.get_args(kind)
         elif kind in (int, float):
             options["type"] = _number(kind)
-        elif kind == (float | None):
-            options["type"] = _number(float)
+        elif kind in (float | None, int | None):
+            options["type"] = _number(next(t for t in typing.get_args(kind) if t is not type(None)))
         elif kind in (Path, Path | None):
             options["type"] = Path
         parser.add_argument(flag, **options)  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ import torch.distributed as dist
 from instrumented_train import memory
 from instrumented_train.buckets import ddp_buckets
 from instrumented_train.config import RunConfig
-from instrumented_train.distributed import DistEnv
+from instrumented_train.distributed import DistEnv, cpus
 from instrumented_train.profiling import nccl_version
 from instrumented_train.strategies import Parallel
 from instrumented_train.train import RankResult
@@ -45,6 +45,9 @@ def rank_record(env: DistEnv, par: Parallel, result: RankResult) -> RankRecord:
         step_seconds=result.step_seconds,
         losses=result.losses,
         trace=trace_name(env.rank),
+        intra_op_threads=torch.get_num_threads(),
+        inter_op_threads=torch.get_num_interop_threads(),
+        cpus=cpus(),
     )
 
 

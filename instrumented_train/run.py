@@ -14,7 +14,7 @@ import torch.distributed as dist
 
 from instrumented_train import folders
 from instrumented_train.config import RunConfig
-from instrumented_train.distributed import DistEnv, init_distributed, shutdown
+from instrumented_train.distributed import DistEnv, init_distributed, pin_threads, shutdown
 from instrumented_train.record import gather_and_write
 from instrumented_train.strategies import build
 from instrumented_train.train import run_steps
@@ -40,6 +40,7 @@ def run(cfg: RunConfig) -> None:
     folders.check_out_folder(out, cfg.force)
     folder = folders.writing_folder(out)  # decided before any rank creates anything
     env = init_distributed(cfg.device)
+    pin_threads(cfg.threads, env)
     signal.signal(signal.SIGTERM, _stop)
     status: folders.RankStatus | None = None
     try:

@@ -27,7 +27,7 @@ import torch
 
 from instrumented_train import folders
 from instrumented_train.config import ConfigError
-from instrumented_train.distributed import check_devices
+from instrumented_train.distributed import check_devices, cpus
 from instrumented_train.flags import parse_config
 from instrumented_train.record import write_json_atomically
 from instrumented_train.strategies import unsupported_reason
@@ -113,6 +113,22 @@ def validate(args: argparse.Namespace, passed: list[str]) -> None:
                     "not replacing it"
                 )
     folders.check_writable(args.out)
+
+
+def oversubscribed(args: argparse.Namespace, passed: list[str]) -> str | None:
+    """On CPU: the warning that the largest point's ranks × threads exceed this machine's cores
+    (its ranks then compete for cores, and its step times measure that)."""
+    if check_devices(args.device, 1, torch.cuda.device_count()) != "cpu":
+        return None
+    threads = parse_config(run_flags(args, args.strategies[0], passed)).threads or 1
+    dp, cores = max(args.dp), len(cpus())
+    if dp * threads <= cores:
+        return None
+    return (
+        f"DP {dp} × {threads} intra-op thread(s) per rank exceed the {cores} core(s) this "
+        "machine lets the sweep use: those ranks compete for cores, and their step times and "
+        "E(N) measure that"
+    )
 
 
 def _foreign(out: Path) -> list[str]:
@@ -211,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"sweep: error: {e}", file=sys.stderr)
         return 2
+    if warning := oversubscribed(args, passed):
+        print(f"sweep: warning: {warning}", file=sys.stderr)
     # A new sweep goes straight into --out; one replacing a sweep goes beside it until done.
     replacing = args.out.exists() and any(args.out.iterdir())
     into = args.out.with_name(args.out.name + folders.INCOMING) if replacing else args.out

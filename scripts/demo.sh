@@ -10,7 +10,8 @@ rm -rf "$out"
 mkdir -p "$out"
 echo "== 1. harness: DDP, ZeRO-1, ZeRO-2, ZeRO-3 at DP 1 and 2 (CPU, Gloo, tiny GPT)"
 "$venv/bin/python" -m instrumented_train.sweep --strategies ddp,zero1,zero2,zero3 --dp 1,2 \
-  --out "$out/sweep" --device cpu --bucket-cap-mb 2 -- --seq-len 64 --micro-batch 4 --active 2
+  --out "$out/sweep" --device cpu --bucket-cap-mb 2 -- --seq-len 128 --micro-batch 8 --active 2 \
+  --baseline-steps 8 --threads 1
 echo "== 2. traceview: overlap and exposed communication per run, rank and step"
 for run in "$out"/sweep/*-dp*/; do
   name=$(basename "$run")

@@ -21,6 +21,7 @@ _.model_state_bytes_by_phase
 _.profiler_step
 _.throughput
 _.profiler_overhead
+_.inter_op_threads
 _.traceview_version  # a partition's summary
 # Spawned workers: the main module is made to look like no file (loader/workers.py).
 _.__spec__

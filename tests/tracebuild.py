@@ -233,10 +233,11 @@ def run_folder(
     profiled: tuple[int, ...] = (),
     precision: str = "fp32",
     events: list[Event] | None = None,
+    threads: int | None = None,
 ) -> Path:
     """A run folder: rank 0's trace (`events`, else gpu_example; world size `dp`) and a run
     record with these step times (seconds, every step of the run; `profiled` the indices that
-    were profiled), Ψ = PSI."""
+    were profiled), Ψ = PSI; `threads`: the intra-op threads its rank recorded."""
     folder = root / name
     folder.mkdir()
     write(folder / "rank0.json", document(events or gpu_example(group=dp), rank=0, world=dp))
@@ -253,7 +254,13 @@ def run_folder(
             "samples": 4 * dp,
             "tokens": 256 * dp,
         },
-        "ranks": [{"rank": 0, "model_state_bytes": {"params": 1, "grads": 1, "optimizer": 1}}],
+        "ranks": [
+            {
+                "rank": 0,
+                "model_state_bytes": {"params": 1, "grads": 1, "optimizer": 1},
+                "intra_op_threads": threads,
+            }
+        ],
         "step_seconds": steps,
         "profiled_steps": [{"run_step": i, "profiler_step": i} for i in profiled],
     }

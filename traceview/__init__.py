@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from traceview.analysis.findings import NO_FINDINGS
     from traceview.analysis.fits import AlphaBetaFit
     from traceview.analysis.job import BANDWIDTH_ON_DURATION, LOWER_BOUND
-    from traceview.analysis.prediction import Prediction
+    from traceview.analysis.prediction import Prediction, Withheld
     from traceview.analysis.scaling import COMM_PER_STEP, ScalingRow
     from traceview.analysis.spans import overlap_spans
     from traceview.analysis.theory import layout_bytes, model_state_bytes, run_precision
@@ -94,6 +94,7 @@ _EXPORTS: dict[str, str] = {
     "Trace": "traceview.parse",
     "TraceMeta": "traceview.parse",
     "TraceviewError": "traceview.errors",
+    "Withheld": "traceview.analysis.prediction",
     "__version__": "traceview.version",
     "analyze_trace": "traceview.loader",
     "build_timeline": "traceview.model",

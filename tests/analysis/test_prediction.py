@@ -43,3 +43,43 @@ def test_no_prediction_without_a_dp_1_run_of_the_same_strategy(tmp_path):
 def test_no_prediction_from_runs_at_dp_1_only(tmp_path):
     one = tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, STEP_S])
     assert traceview.load_runs([one]).predictions() == []
+
+
+def test_no_prediction_from_noisy_runs_and_the_reason_is_given(tmp_path):
+    # DP-1 step times 100 µs and 600 µs after the first: 6× apart, noise.
+    one = tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, 6 * STEP_S, STEP_S])
+    two = tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, STEP_S, STEP_S, STEP_S])
+    runs = traceview.load_runs([one, two])
+    assert runs.predictions() == []
+    assert runs.withheld_predictions() == [
+        traceview.Withheld(
+            strategy="ddp",
+            why="its DP-1 run's step times vary 6.0× (noise): nothing to predict from",
+        )
+    ]
+
+
+def test_no_prediction_nor_efficiency_from_runs_of_different_threads_per_rank(tmp_path):
+    one = tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, STEP_S, STEP_S], threads=4)
+    two = tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, STEP_S, STEP_S, STEP_S], threads=1)
+    runs = traceview.load_runs([one, two])
+    assert runs.predictions() == []
+    (withheld,) = runs.withheld_predictions()
+    assert withheld.why == (
+        "its DP-1 run ran 4 intra-op thread(s) per rank and its DP-2 run 1: not like for like"
+    )
+    dp1, dp2 = runs.scaling()
+    assert (dp1.threads_per_rank, dp2.threads_per_rank) == (4, 1)
+    assert dp1.efficiency == 1.0 and dp2.efficiency is None
+    assert dp2.caveats == (
+        "no E(N): its DP-1 run ran 4 intra-op thread(s) per rank and this one 1 "
+        "(rerun both with the same --threads)",
+    )
+
+
+def test_the_same_threads_per_rank_compare(tmp_path):
+    one = tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, STEP_S, STEP_S], threads=1)
+    two = tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, STEP_S, STEP_S, STEP_S], threads=1)
+    runs = traceview.load_runs([one, two])
+    assert runs.withheld_predictions() == [] and len(runs.predictions()) == 3
+    assert runs.scaling()[1].efficiency == pytest.approx(1.0)  # same step, twice the batch

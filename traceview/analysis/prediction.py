@@ -63,20 +63,72 @@ def predict(reference: JobReport, base_step_seconds: float, degrees: list[int]) 
     return out
 
 
-def predict_jobs(jobs: list[JobReport], multiples: tuple[int, ...] = (2, 4, 8)) -> list[Prediction]:
-    """Per strategy with a DP-1 run and a larger one: predictions at multiples of the largest."""
-    out: list[Prediction] = []
+@dataclass(frozen=True, kw_only=True)
+class Withheld:
+    """A strategy with runs to predict from but no prediction, and why."""
+
+    strategy: str
+    why: str
+
+
+@dataclass(frozen=True)
+class _Basis:
+    strategy: str
+    base: JobReport  # its DP-1 run
+    reference: JobReport  # its largest run
+    why_not: str | None  # why nothing is drawn from them
+
+
+def _bases(jobs: list[JobReport]) -> list[_Basis]:
+    """Per strategy with a DP-1 run and a larger one: what a prediction would rest on, and
+    whether it can: not on runs whose step times are noise, nor on runs of different threads
+    per rank (their E(N) is not computed either)."""
     by_strategy: dict[str, list[JobReport]] = {}
     for job in jobs:
         if job.run is not None:
             by_strategy.setdefault(job.run.strategy, []).append(job)
-    for mine in by_strategy.values():
+    out = []
+    for strategy, mine in by_strategy.items():
         base = next((j for j in mine if j.run and j.run.world_size == 1), None)
-        base_times = step_times(base) if base is not None else None
         larger = [j for j in mine if j.run and j.run.world_size > 1]
-        if base_times is None or not larger:
+        if base is None or step_times(base) is None or not larger:
             continue
         ref = max(larger, key=lambda j: j.run.world_size if j.run else 0)
-        top = ref.run.world_size if ref.run else 1
-        out += predict(ref, base_times.median_s, [top * m for m in multiples])
+        out.append(_Basis(strategy, base, ref, _why_not(base, ref)))
     return out
+
+
+def _why_not(base: JobReport, ref: JobReport) -> str | None:
+    for job in (base, ref):
+        times = step_times(job)
+        n = job.run.world_size if job.run else "?"
+        if times is not None and times.noisy:
+            return (
+                f"its DP-{n} run's step times vary {times.spread:.1f}× (noise): nothing to "
+                "predict from"
+            )
+    threads = [{r.intra_op_threads for r in j.run.ranks} if j.run else set() for j in (base, ref)]
+    if all(len(t) == 1 and None not in t for t in threads) and threads[0] != threads[1]:
+        return (
+            f"its DP-1 run ran {threads[0].pop()} intra-op thread(s) per rank and its DP-"
+            f"{ref.run.world_size if ref.run else '?'} run {threads[1].pop()}: not like for like"
+        )
+    return None
+
+
+def predict_jobs(jobs: list[JobReport], multiples: tuple[int, ...] = (2, 4, 8)) -> list[Prediction]:
+    """Per strategy with a DP-1 run and a larger one, both fit to predict from: predictions at
+    multiples of the largest."""
+    out: list[Prediction] = []
+    for basis in _bases(jobs):
+        times = step_times(basis.base)
+        if basis.why_not is not None or times is None:
+            continue
+        top = basis.reference.run.world_size if basis.reference.run else 1
+        out += predict(basis.reference, times.median_s, [top * m for m in multiples])
+    return out
+
+
+def withheld_predictions(jobs: list[JobReport]) -> list[Withheld]:
+    """The strategies with runs to predict from that get no prediction, and why."""
+    return [Withheld(strategy=b.strategy, why=b.why_not) for b in _bases(jobs) if b.why_not]

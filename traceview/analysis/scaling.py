@@ -53,6 +53,9 @@ class ScalingRow:
     strategy_source: Source  # "run record", "trace metadata", "inferred" or "unknown"
     strategy_evidence: str | None  # what an inferred strategy rests on
     dp: int | None
+    # torch's intra-op threads per rank (from the run record, where every rank agrees): E(N)
+    # compares runs only where they ran the same number
+    threads_per_rank: int | None
     step_seconds: float | None  # median over the measured steps
     step_seconds_min: float | None
     step_seconds_max: float | None
@@ -246,6 +249,7 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
                 strategy_source=of.source,
                 strategy_evidence=of.evidence or None,
                 dp=dp,
+                threads_per_rank=_threads_per_rank(run),
                 step_seconds=times.median_s if times else None,
                 step_seconds_min=times.min_s if times else None,
                 step_seconds_max=times.max_s if times else None,
@@ -271,16 +275,36 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
     return _with_efficiency(rows)
 
 
+def _threads_per_rank(run: RunRecord | None) -> int | None:
+    said = {r.intra_op_threads for r in run.ranks} if run else set()
+    return said.pop() if len(said) == 1 else None
+
+
+def _unlike(base: ScalingRow, row: ScalingRow) -> str | None:
+    """Why `row` cannot be set against its DP-1 run: they ran different threads per rank."""
+    a, b = base.threads_per_rank, row.threads_per_rank
+    if a is None or b is None or a == b:
+        return None
+    return (
+        f"no E(N): its DP-1 run ran {a} intra-op thread(s) per rank and this one {b} "
+        "(rerun both with the same --threads)"
+    )
+
+
 def _with_efficiency(rows: list[ScalingRow]) -> list[ScalingRow]:
     """E(N) against the same strategy's DP-1 run among the inputs (weak scaling: the per-rank
-    batch is the same at every N). Without throughput, T(1)/T(N) from step times. A noisy
-    baseline, or an efficiency above 1.05, is said beside the figure."""
+    batch is the same at every N), where both ran the same threads per rank. Without
+    throughput, T(1)/T(N) from step times. A noisy baseline, or an efficiency above 1.05, is
+    said beside the figure."""
     out = []
     for row in rows:
         base = next((r for r in rows if r.strategy == row.strategy and r.dp == 1), None)
         eff = None
         caveats = list(row.caveats)
-        if base is not None and row.dp:
+        unlike = _unlike(base, row) if base is not None else None
+        if unlike is not None:
+            caveats.append(unlike)
+        elif base is not None and row.dp:
             if row.samples_per_s and base.samples_per_s:
                 eff = row.samples_per_s / (row.dp * base.samples_per_s)
             elif row.step_seconds and base.step_seconds:

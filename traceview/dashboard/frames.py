@@ -56,6 +56,7 @@ SCALING_COLUMNS = {
     "strategy": ("strategy", None),
     "strategy_source": ("strategy from", None),
     "dp": ("DP", "{:d}"),
+    "threads_per_rank": ("threads/rank", "{:d}"),
     "step_seconds": ("step s (median)", "{:.3f}"),
     "step_seconds_min": ("step s min", "{:.3f}"),
     "step_seconds_max": ("step s max", "{:.3f}"),
@@ -94,6 +95,11 @@ def prediction_frame(runs: Runs) -> pl.DataFrame | None:
     there is nothing to predict from."""
     predicted = runs.predictions()
     return pl.DataFrame([asdict(p) for p in predicted]) if predicted else None
+
+
+def withheld_lines(runs: Runs) -> list[str]:
+    """Each strategy that gets no prediction though it has runs to predict from, and why."""
+    return [f"no prediction for {w.strategy}: {w.why}" for w in runs.withheld_predictions()]
 
 
 def caveat_lines(runs: Runs, root: str = "") -> list[str]:

@@ -41,6 +41,7 @@ from traceview.dashboard.frames import (
     prediction_frame,
     scaling_frame,
     timeline_frame,
+    withheld_lines,
 )
 
 CHART_WIDTH = 760  # px: fits a laptop screen beside the page's margins
@@ -300,6 +301,8 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
         doc.chart(
             charts.efficiency_chart(measured, prediction_frame(runs)).properties(width=CHART_WIDTH)
         )
+        for line in withheld_lines(runs):
+            doc.add(f"<p>{_e(line.capitalize())}.</p>")
         doc.chart(charts.throughput_chart(measured).properties(width=CHART_WIDTH))
         doc.chart(charts.exposed_chart(scaling).properties(width=CHART_WIDTH))
     else:

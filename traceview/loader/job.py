@@ -15,7 +15,12 @@ from traceview.analysis.cross_rank import CrossRank, StepSkew
 from traceview.analysis.findings import Finding, job_findings
 from traceview.analysis.fits import AlphaBetaFit
 from traceview.analysis.job import JobReport
-from traceview.analysis.prediction import Prediction, predict_jobs
+from traceview.analysis.prediction import (
+    Prediction,
+    Withheld,
+    predict_jobs,
+    withheld_predictions,
+)
 from traceview.analysis.rank import RankReport
 from traceview.analysis.run_findings import memory_fit, noisy_steps
 from traceview.analysis.scaling import ScalingRow, scaling_rows
@@ -149,6 +154,11 @@ class Runs:
 
     def predictions(self) -> list[Prediction]:
         return predict_jobs([job.report for job in self.jobs])
+
+    def withheld_predictions(self) -> list[Withheld]:
+        """The strategies that get no prediction though they have runs to predict from (noisy
+        step times, different threads per rank), with why."""
+        return withheld_predictions([job.report for job in self.jobs])
 
     def findings(self, memory_budget_bytes: float | None = None) -> list[Finding]:
         """Every job's findings; noisy step times; with a memory budget per rank, the least

@@ -62,6 +62,10 @@ class RankRecord(msgspec.Struct, frozen=True):
     step_seconds: list[float] = msgspec.field(default_factory=list)
     losses: list[float] = msgspec.field(default_factory=list)
     trace: str | None = None  # the rank's trace file, beside run.json
+    # What the rank ran with: torch's intra-op and inter-op threads, the CPUs it could use.
+    intra_op_threads: int | None = None
+    inter_op_threads: int | None = None
+    cpus: list[int] | None = None
 
 
 class ProfiledStep(msgspec.Struct, frozen=True):
@@ -88,6 +92,7 @@ class RunFlags(msgspec.Struct, frozen=True, kw_only=True):
     bucket_cap_mb: float | None = None
     precision: str = "fp32"
     device: str | None = None
+    threads: int | None = None
     record_shapes: bool | None = None
     out: str | None = None
     force: bool | None = None

@@ -116,6 +116,7 @@ COMPARE_COLUMNS = [
     "job",
     "strategy_source",
     "strategy_evidence",
+    "threads_per_rank",  # columns are added at the end: a reader by position keeps working
 ]
 
 

@@ -11,6 +11,7 @@ from traceview.dashboard.frames import (
     prediction_frame,
     readable,
     scaling_frame,
+    withheld_lines,
 )
 from traceview.dashboard.ui import guarded
 
@@ -49,6 +50,7 @@ if runs is not None and runs.height:
             "time. Predicted (dashed): from the "
             "largest measured run, communication grows with the collective's bus factor at the "
             "measured bandwidth, as much of it stays hidden as there, the rest adds to the step."
+            + "".join(f" {line.capitalize()}." for line in withheld_lines(jobs))
         )
         left, right = st.columns(2)
         left.altair_chart(charts.throughput_chart(measured), width="stretch")
