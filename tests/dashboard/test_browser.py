@@ -122,6 +122,7 @@ def _check_page(page, url: str, title: str, charts: int) -> None:
     else:
         page.wait_for_selector("[data-testid='stDataFrame']", timeout=WAIT_MS)
     assert page.locator("[data-testid='stException']").count() == 0
+    assert page.get_by_role("button", name="Deploy").count() == 0  # a viewer's page
     page.wait_for_timeout(500)
 
 

@@ -57,7 +57,8 @@ def discover_runs(base: str) -> pl.DataFrame:
 def load_job(folder: str, stamp: float) -> Job:
     """A run's job, its run record read (stamp: the folder's newest mtime, so edits reload)."""
     del stamp
-    job = traceview.load(inside_root(Path(folder)), keep_intervals=True, within=root())
+    # Intervals only when a page asks for them (the timeline): the other pages never do.
+    job = traceview.load(inside_root(Path(folder)), within=root())
     job.run  # noqa: B018 -- a broken run.json is this run's error, said once, here
     return job
 

@@ -191,16 +191,13 @@ def timeline_frame(job: Job, step: int, max_intervals: int = 4000) -> tuple[pl.D
     'overlap' and 'exposed comm' lanes per rank. Above `max_intervals` the intervals of each lane
     and kind are merged where they touch or overlap (True is returned: say so)."""
     parts = []
-    for r in job.ranks:
-        if r.intervals is None:
-            continue
-        iv = r.intervals.filter((pl.col("step") == step) & (pl.col("kind") != "other"))
-        if iv.height == 0:
-            continue
+    # The job's intervals, read from its traces (or store) when first asked for.
+    chosen = job.intervals.filter((pl.col("step") == step) & (pl.col("kind") != "other"))
+    for (rank,), iv in chosen.partition_by("rank", as_dict=True, maintain_order=True).items():
         extra = zip(("overlap", "exposed comm"), overlap_spans(iv), strict=True)
         parts.append(
             iv.select(
-                pl.lit(r.rank).alias("rank"),
+                pl.lit(rank).alias("rank"),
                 "lane",
                 pl.col("kind").cast(pl.String),
                 pl.col("name").cast(pl.String),
@@ -212,7 +209,7 @@ def timeline_frame(job: Job, step: int, max_intervals: int = 4000) -> tuple[pl.D
             parts.append(
                 pl.DataFrame(
                     {
-                        "rank": [r.rank] * len(spans),
+                        "rank": [rank] * len(spans),
                         "lane": [lane] * len(spans),
                         "kind": [lane] * len(spans),
                         "name": [lane] * len(spans),

@@ -88,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         str(MAX_UPLOAD_MB),
         "--browser.gatherUsageStats",
         "false",
+        "--client.toolbarMode",  # no "Deploy" button, no developer menu: a viewer's page
+        "minimal",
         "--",
         str(root),
     ]
