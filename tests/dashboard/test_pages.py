@@ -3,6 +3,7 @@
 import gzip
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -27,6 +28,18 @@ def page(name: str, root: Path, monkeypatch, run: str | None = None) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def caveats(at: AppTest) -> list[str]:
+    """The lines of the page's one caveat box (none: []); at most one box per page."""
+    boxes = [e for e in at.expander if e.label.startswith("Caveats: ")]
+    assert len(boxes) <= 1
+    if not boxes:
+        return []
+    (text,) = [m.value for m in boxes[0].markdown]
+    lines = [re.sub(r"\\(.)", r"\1", line).removeprefix("- ") for line in text.splitlines()]
+    assert boxes[0].label.startswith(f"Caveats: {len(lines)} ")
+    return lines
 
 
 def tables(at: AppTest, chart: int) -> list[pa.Table]:
@@ -75,12 +88,13 @@ def noisy_copy(tmp_path: Path) -> Path:
 
 def test_scaling_page_says_which_figures_are_noise(monkeypatch, tmp_path):
     at = page("scaling", noisy_copy(tmp_path), monkeypatch)
-    (warning,) = at.warning
-    assert warning.value.startswith("ddp-dp2: noisy: step times vary 6.0×")
+    assert not at.warning  # one folded box, not a warning per caveat
+    (said,) = caveats(at)
+    assert said.startswith("ddp-dp2: noisy: step times vary 6.0×")
     ringed = tables(at, 0)[1]
-    assert ringed.column("caveats").to_pylist() == [warning.value.removeprefix("ddp-dp2: ")]
-    caveats = at.dataframe[0].value["caveats"].to_list()
-    assert caveats[1].startswith("noisy") and caveats[0] == "–"  # no None shown
+    assert ringed.column("caveats").to_pylist() == [said.removeprefix("ddp-dp2: ")]
+    column = at.dataframe[0].value["caveats"].to_list()
+    assert column[1].startswith("noisy") and column[0] == "–"  # no None shown
 
 
 @pytest.mark.parametrize("name", ["timeline", "overlap", "buckets", "memory"])
@@ -88,7 +102,7 @@ def test_run_pages_show_data(monkeypatch, name):
     at = page(name, SWEEP, monkeypatch, run="cpu_sweep/ddp-dp2")
     specs = charts(at)
     assert specs and all(rows > 0 for _, rows in specs)
-    assert not at.error and not at.warning
+    assert not at.error and not at.warning and caveats(at) == []
 
 
 def test_buckets_page_names_ddp_buckets(monkeypatch):
@@ -122,7 +136,7 @@ def test_a_truncated_trace_is_said_in_the_page(monkeypatch, tmp_path):
     data = gzip.decompress((run / "rank1.pt.trace.json.gz").read_bytes())
     (run / "rank1.pt.trace.json.gz").write_bytes(gzip.compress(data[: len(data) * 3 // 4]))
     at = page("overlap", tmp_path, monkeypatch, run="cut")
-    assert any("cut short" in w.value for w in at.warning)
+    assert any(line.startswith("rank 1: ") and "cut short" in line for line in caveats(at))
     assert charts(at)
 
 
@@ -157,7 +171,7 @@ def test_a_missing_rank_is_said_in_the_page(monkeypatch, tmp_path):
     shutil.copytree(SWEEP / "cpu_sweep" / "ddp-dp4", run)
     (run / "rank2.pt.trace.json.gz").unlink()
     at = page("overlap", tmp_path, monkeypatch, run="three-of-four")
-    assert any("lists 4 ranks but traces of only 3" in w.value for w in at.warning)
+    assert caveats(at)[0].startswith("run.json lists 4 ranks but traces of only 3 were read")
     assert charts(at)
 
 
@@ -183,7 +197,7 @@ def test_a_store_partition_linking_out_of_the_root_is_not_read(monkeypatch, tmp_
     shutil.move(partition, outside / "rank=1")
     partition.symlink_to(outside / "rank=1")
     at = page("overlap", root, monkeypatch, run="S/job=ddp-dp2")
-    said = [w.value for w in at.warning]
+    said = caveats(at)
     assert any("1 of 2 ranks in the store: rank 1 missing" in w for w in said), said
     assert charts(at)
 

@@ -28,6 +28,41 @@ def guarded(what: str, load: Callable[[], T]) -> T | None:
     return None
 
 
+CAVEATS = "Caveats"  # the label every page's one caveat box starts with
+_MARKDOWN = str.maketrans({c: "\\" + c for c in "\\`*_{}[]<>()#+-.!|~$"})
+
+
+def caveat_box(lines: list[str]) -> None:
+    """The page's caveats — what may make a figure mislead, input lost first — each said once,
+    in one folded box, a line each (not a warning box per caveat over the page)."""
+    lines = list(dict.fromkeys(lines))
+    if lines:
+        label = f"{CAVEATS}: {len(lines)} — figures that may mislead"
+        with st.expander(label, icon=":material/warning:"):
+            st.markdown("\n".join(f"- {line.translate(_MARKDOWN)}" for line in lines))
+
+
+def run_caveats(job: Job) -> list[str]:
+    """A run's caveats: the ranks its record lists but no trace gave, then each note that input
+    was lost or a figure may mislead, once, with the ranks it holds for."""
+    lines = []
+    if job.run is not None and len(job.ranks) < job.run.world_size:
+        found = sorted(r.rank for r in job.ranks if r.rank is not None)
+        lines.append(
+            f"run.json lists {job.run.world_size} ranks but traces of only {len(job.ranks)} "
+            f"were read (ranks {found}): cross-rank numbers cover those alone"
+        )
+    ranks: dict[str, list[str]] = {}
+    for r in sorted(job.ranks, key=lambda r: not any(n.lossy for n in r.notes)):
+        for note in r.notes:
+            if note.lossy or note.caveat:
+                ranks.setdefault(note.message, []).append(
+                    "rank unknown" if r.rank is None else f"rank {r.rank}"
+                )
+    lines += [f"{', '.join(who)}: {message}" for message, who in ranks.items()]
+    return lines
+
+
 def pick_run(label: str = "run") -> tuple[str, Job] | None:
     runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
     if runs is None:
@@ -46,14 +81,5 @@ def pick_run(label: str = "run") -> tuple[str, Job] | None:
     job = uploads[choice] if choice in uploads else guarded(choice, lambda: data.job_for(choice))
     if job is None:
         return None
-    if job.run is not None and len(job.ranks) < job.run.world_size:
-        found = sorted(r.rank for r in job.ranks if r.rank is not None)
-        st.warning(
-            f"run.json lists {job.run.world_size} ranks but traces of only {len(job.ranks)} "
-            f"were read (ranks {found}): cross-rank numbers cover those alone."
-        )
-    for r in job.ranks:
-        for note in r.notes:
-            if note.lossy or note.caveat:
-                st.warning(f"{r.trace.name}: {note.message}")
+    caveat_box(run_caveats(job))
     return choice, job

@@ -13,7 +13,7 @@ from traceview.dashboard.frames import (
     scaling_frame,
     withheld_lines,
 )
-from traceview.dashboard.ui import guarded
+from traceview.dashboard.ui import caveat_box, guarded
 
 st.title("Scaling")
 runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
@@ -22,8 +22,7 @@ if runs is not None and runs.height:
     jobs = Runs(jobs=tuple(job for job in loaded if job is not None))
     scaling = scaling_frame(jobs)
     base = str(data.root())
-    for line in caveat_lines(jobs, root=base):
-        st.warning(line)
+    caveat_box(caveat_lines(jobs, root=base))
     found = guarded("Findings", jobs.findings)
     if found:
         # Above the charts, but folded when there are many: the charts stay in view.
