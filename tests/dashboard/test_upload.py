@@ -47,3 +47,15 @@ def test_an_upload_is_analysed_under_the_memory_bound(monkeypatch):
     monkeypatch.setattr(upload, "MAX_MEMORY_MB", 2048)
     job = upload.load_upload("rank0.pt.trace.json.gz", lambda: trace)
     assert job.ranks[0].rank == 0
+
+
+def test_an_upload_is_named_by_its_own_name_never_by_the_servers_path():
+    with pytest.raises(TraceviewError) as e:
+        upload.load_upload("mine.json", lambda: b'{"traceEvents": [{"ph": "X", "ts": 1}, {]}')
+    assert e.value.message.startswith("mine.json: invalid JSON at byte")
+    cut = gzip.decompress((SWEEP / "ddp-dp2" / "rank1.pt.trace.json.gz").read_bytes())
+    job = upload.load_upload("cut.json", lambda: cut[: len(cut) * 3 // 4])
+    (rank,) = job.ranks
+    assert rank.trace == Path("cut.json")
+    said = [n.message for n in rank.notes]
+    assert any("cut short" in m for m in said) and not any("/tmp" in m for m in said)

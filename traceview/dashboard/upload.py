@@ -7,6 +7,7 @@ from __future__ import annotations
 import tempfile
 import zlib
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import streamlit as st
@@ -58,7 +59,27 @@ def load_upload(name: str, read: Callable[[], bytes]) -> Job:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(name).name
         path.write_bytes(data)
-        return traceview.load(path, keep_intervals=True, max_memory_bytes=MAX_MEMORY_MB << 20)
+        try:
+            job = traceview.load(path, keep_intervals=True, max_memory_bytes=MAX_MEMORY_MB << 20)
+        except TraceviewError as e:  # said by the name the user gave, not the server's path
+            raise TraceviewError(e.message.replace(str(path), name), e.exit_code) from None
+    return _named(job, path, name)
+
+
+def _named(job: Job, path: Path, name: str) -> Job:
+    """The job with the server's temporary path replaced by the upload's name wherever it is
+    shown (the trace, its notes)."""
+
+    def said(text: str) -> str:
+        return text.replace(str(path), name)
+
+    ranks = tuple(
+        replace(
+            r, trace=Path(name), notes=tuple(replace(n, message=said(n.message)) for n in r.notes)
+        )
+        for r in job.ranks
+    )
+    return replace(job, ranks=ranks, rank_files=())
 
 
 def keep(name: str, job: Job) -> None:
