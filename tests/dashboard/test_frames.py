@@ -20,12 +20,12 @@ def test_overlap_parts_add_up_to_each_step(job):
     parts = {(r["step"], r["part"]): r["ms"] for r in frames.overlap_frame(job).to_dicts()}
     # Step 1: window [50,140) spanned by compute [50,130) and all-reduce [70,140): overlap
     # [70,130) 60 µs, exposed [130,140) 10, compute only 80 - 60 = 20, idle 0.
-    assert parts[(1, "compute_only")] == pytest.approx(0.020)
+    assert parts[(1, "compute only")] == pytest.approx(0.020)
     assert parts[(1, "overlap")] == pytest.approx(0.060)
-    assert parts[(1, "exposed_comm")] == pytest.approx(0.010)
+    assert parts[(1, "exposed comm")] == pytest.approx(0.010)
     assert parts[(1, "idle")] == pytest.approx(0.0)
     # Step 2: compute [140,170) alone; the memcpy does not stretch the window.
-    assert parts[(2, "compute_only")] == pytest.approx(0.030)
+    assert parts[(2, "compute only")] == pytest.approx(0.030)
     assert sum(v for (step, _), v in parts.items() if step == 2) == pytest.approx(0.030)
 
 

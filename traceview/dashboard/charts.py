@@ -14,7 +14,7 @@ KIND_COLORS = alt.Scale(
     range=["#4c78a8", "#f58518", "#9d9d9d", "#54a24b", "#e45756"],
 )
 PART_COLORS = alt.Scale(
-    domain=["compute_only", "overlap", "exposed_comm", "idle"],
+    domain=["compute only", "overlap", "exposed comm", "idle"],
     range=["#4c78a8", "#54a24b", "#e45756", "#d9d9d9"],
 )
 
@@ -164,7 +164,7 @@ def overlap_chart(frame: pl.DataFrame) -> AnyChart:
             tooltip=["rank", "step", "part", alt.Tooltip("ms:Q", format=",.3f")],
         )
         .transform_calculate(
-            part_order="indexof(['compute_only','overlap','exposed_comm','idle'], datum.part)"
+            part_order="indexof(['compute only','overlap','exposed comm','idle'], datum.part)"
         )
     )
 

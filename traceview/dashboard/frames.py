@@ -26,14 +26,20 @@ from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
 from traceview.documents.frames import frame as record_table
 
-OVERLAP_PARTS = ("compute_only", "overlap", "exposed_comm", "idle")
+# A step's window in four parts: the document's figure and the words charts and tables use.
+OVERLAP_PARTS = {
+    "compute_only": "compute only",
+    "overlap": "overlap",
+    "exposed_comm": "exposed comm",
+    "idle": "idle",
+}
 
 
 def overlap_frame(job: Job) -> pl.DataFrame:
-    """rank, step, part (compute_only | overlap | exposed_comm | idle), ms — the parts add up
+    """rank, step, part (compute only | overlap | exposed comm | idle), ms — the parts add up
     to the step window (from the analyze document's step rows)."""
     rows = [
-        {"rank": r.rank, "step": s.step, "part": part, "ms": value / 1e3}
+        {"rank": r.rank, "step": s.step, "part": OVERLAP_PARTS[part], "ms": value / 1e3}
         for r in (build.rank(report, job.name, None) for report in job.ranks)
         for s in r.steps
         if not s.before_first_step

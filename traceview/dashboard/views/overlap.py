@@ -7,9 +7,9 @@ from traceview.dashboard.ui import pick_run
 OVERLAP_COLUMNS = {
     "rank": ("rank", "{:d}"),
     "step": ("step", "{:d}"),
-    "compute_only": ("compute only ms", "{:,.3f}"),
+    "compute only": ("compute only ms", "{:,.3f}"),
     "overlap": ("overlap ms", "{:,.3f}"),
-    "exposed_comm": ("exposed comm ms", "{:,.3f}"),
+    "exposed comm": ("exposed comm ms", "{:,.3f}"),
     "idle": ("idle ms", "{:,.3f}"),
 }
 
