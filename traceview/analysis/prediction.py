@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from traceview.analysis.calls import bus_factor
 from traceview.analysis.job import JobReport
-from traceview.analysis.scaling import step_times
+from traceview.analysis.scaling import step_times, threads_per_rank
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,11 +107,11 @@ def _why_not(base: JobReport, ref: JobReport) -> str | None:
                 f"its DP-{n} run's step times vary {times.spread:.1f}× (noise): nothing to "
                 "predict from"
             )
-    threads = [{r.intra_op_threads for r in j.run.ranks} if j.run else set() for j in (base, ref)]
-    if all(len(t) == 1 and None not in t for t in threads) and threads[0] != threads[1]:
+    one, top = threads_per_rank(base.run), threads_per_rank(ref.run)
+    if one is not None and top is not None and one != top:
         return (
-            f"its DP-1 run ran {threads[0].pop()} intra-op thread(s) per rank and its DP-"
-            f"{ref.run.world_size if ref.run else '?'} run {threads[1].pop()}: not like for like"
+            f"its DP-1 run ran {one} intra-op thread(s) per rank and its DP-"
+            f"{ref.run.world_size if ref.run else '?'} run {top}: not like for like"
         )
     return None
 

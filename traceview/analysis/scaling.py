@@ -249,7 +249,7 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
                 strategy_source=of.source,
                 strategy_evidence=of.evidence or None,
                 dp=dp,
-                threads_per_rank=_threads_per_rank(run),
+                threads_per_rank=threads_per_rank(run),
                 step_seconds=times.median_s if times else None,
                 step_seconds_min=times.min_s if times else None,
                 step_seconds_max=times.max_s if times else None,
@@ -275,7 +275,9 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
     return _with_efficiency(rows)
 
 
-def _threads_per_rank(run: RunRecord | None) -> int | None:
+def threads_per_rank(run: RunRecord | None) -> int | None:
+    """The intra-op threads every rank of the run recorded; None where they differ or the
+    record does not say."""
     said = {r.intra_op_threads for r in run.ranks} if run else set()
     return said.pop() if len(said) == 1 else None
 

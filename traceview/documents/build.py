@@ -157,9 +157,12 @@ def job_head(job: Job) -> dict[str, Any]:
     }
 
 
-def call_table(job: Job, steps: StepSelection | None) -> pl.DataFrame:
-    """The job's calls (of the steps chosen) in the documents' columns: times in µs."""
-    calls = job.calls if steps is None else job.calls.filter(steps.expr("step"))
+def _chosen_calls(job: Job, steps: StepSelection | None) -> pl.DataFrame:
+    return job.calls if steps is None else job.calls.filter(steps.expr("step"))
+
+
+def call_table(calls: pl.DataFrame) -> pl.DataFrame:
+    """A job's calls (JOB_CALLS_SCHEMA) in the documents' columns: times in µs."""
     return calls.with_columns(
         duration_us=pl.col("dur_ns") / 1000,
         **{f"{c}_us": pl.col(f"{c}_ns") / 1000 for c in _CALL_TIMES},
@@ -169,11 +172,11 @@ def call_table(job: Job, steps: StepSelection | None) -> pl.DataFrame:
 def job_calls(job: Job, steps: StepSelection | None) -> d.JobCalls:
     run = job.run
     buckets = {str(b.index): b.params for b in run.ddp_buckets} if run and run.ddp_buckets else {}
-    chosen = job.calls if steps is None else job.calls.filter(steps.expr("step"))
+    chosen = _chosen_calls(job, steps)
     cross = job.cross_rank
     return d.JobCalls(
         **job_head(job),
-        calls=msgspec.convert(call_table(job, steps).to_dicts(), list[d.Call]),
+        calls=msgspec.convert(call_table(chosen).to_dicts(), list[d.Call]),
         exposed_by_step=[
             d.ExposedStep(
                 rank=e.rank,

@@ -3,12 +3,10 @@ declaration: what the CSV renderer and the dashboard lay out, never spelled agai
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from collections.abc import Sequence
 from typing import Any
 
-import msgspec
 import polars as pl
 
 _POLARS = {bool: pl.Boolean(), int: pl.Int64(), float: pl.Float64(), str: pl.String()}
@@ -33,13 +31,5 @@ def frame(
     schema = ({lead[0]: pl.String()} if lead else {}) | columns(record)
     data: dict[str, list[Any]] = {lead[0]: list(lead[1])} if lead else {}
     for name in columns(record):
-        data[name] = [_value(row, name) for row in rows]
+        data[name] = [getattr(row, name) for row in rows]
     return pl.DataFrame(data, schema=schema)
-
-
-def _value(row: Any, name: str) -> Any:
-    return (
-        getattr(row, name)
-        if dataclasses.is_dataclass(row) or isinstance(row, msgspec.Struct)
-        else row[name]
-    )
