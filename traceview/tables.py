@@ -79,7 +79,10 @@ CALLS_SCHEMA: dict[str, pl.DataType] = {
     "elements": pl.Int64(),
     "algbw_gbps": pl.Float64(),
     "busbw_gbps": pl.Float64(),
-    "exposed_ns": pl.Int64(),
+    "exposed_ns": pl.Int64(),  # the call's time with no compute beside it
+    # Its share of the rank's exposed communication: that time less what calls started before
+    # it already cover, so concurrent calls count once and the shares sum to the union.
+    "exposed_share_ns": pl.Int64(),
 }
 
 # Every rank's calls, with what the job adds (analysis/job.py); every column always there.

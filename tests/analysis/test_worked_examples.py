@@ -146,3 +146,25 @@ def test_gpu_steps_that_launched_no_compute_or_comm_have_no_breakdown(tmp_path):
     ]
     report = analyze_trace(tb.write(tmp_path / "gpu.json", tb.document(events)))
     assert report.mode == "gpu" and report.steps == ()
+
+
+def test_concurrent_calls_share_the_exposed_time_once(tmp_path):
+    # Compute [0,50); all-reduce A [40,100) and all-gather B [60,120) on two streams, at once.
+    events = [
+        tb.step(1, 0, 130),
+        tb.launch(1, 0),
+        tb.launch(2, 35),
+        tb.launch(3, 55),
+        tb.kernel("volta_sgemm_128x64_nn", 0, 50, corr=1),
+        tb.collective(tb.DDP_ALL_REDUCE, 40, 60, 2, "allreduce", (1000, 1000), stream=20),
+        tb.collective("ncclDevKernel_AllGather_RING_LL", 60, 60, 3, "allgather", (500, 1000),
+                      stream=21),
+    ]  # fmt: skip
+    report = analyze_trace(tb.write(tmp_path / "two.json", tb.document(events)))
+    calls = report.calls.sort("start_ns")
+    # Each call alone: A [50,100) = 50, B [60,120) = 60 with no compute beside them.
+    assert calls["exposed_ns"].to_list() == [50 * US, 60 * US]
+    # Shares: A [40,100) \ C = 50; B only past A's end, [100,120) = 20. They sum to the union
+    # [50,120) = 70 — the step's exposed communication — never to 110.
+    assert calls["exposed_share_ns"].to_list() == [50 * US, 20 * US]
+    assert report.steps[0].breakdown.exposed_comm_ns == 70 * US

@@ -3,11 +3,12 @@ tracebuild.gpu_example (times in µs there, ms here)."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 import traceview
 from tests import tracebuild as tb
-from traceview.dashboard import frames
+from traceview.dashboard import frames, lanes
 
 
 @pytest.fixture
@@ -29,19 +30,91 @@ def test_overlap_parts_add_up_to_each_step(job):
     assert sum(v for (step, _), v in parts.items() if step == 2) == pytest.approx(0.030)
 
 
-def test_timeline_adds_overlap_and_exposed_lanes(job):
-    frame, merged = frames.timeline_frame(job, step=1)
-    assert not merged
-    lanes = {
-        lane: sorted(zip(rows["start_ms"], rows["end_ms"], strict=True))
-        for (lane,), rows in frame.group_by("lane")
+def _bars(frame):
+    return {
+        (row, kind): sorted(zip(rows["start_ms"], rows["end_ms"], strict=True))
+        for (row, kind), rows in frame.group_by("row", "kind")
     }
-    # Origin: the step's earliest start, 50 µs.
-    assert lanes["overlap"] == [pytest.approx((0.020, 0.080))]
-    assert lanes["exposed comm"] == [pytest.approx((0.080, 0.090))]
-    # Above the limit, touching intervals of a lane and kind merge, and the frame says so.
-    _, merged = frames.timeline_frame(job, step=1, max_intervals=2)
-    assert merged
+
+
+def test_timeline_names_its_lanes_and_adds_the_overlap_tracks(job):
+    frame, joined = lanes.timeline_frame(job, step=1)
+    # Origin: the step's earliest start, 50 µs; the window is [50,140) µs.
+    assert _bars(frame) == {
+        ("rank 0 · overlap", "overlap"): [pytest.approx((0.020, 0.080))],
+        ("rank 0 · exposed comm", "exposed comm"): [pytest.approx((0.080, 0.090))],
+        # One rank: no arrival to wait for, so the call is drawn whole.
+        ("rank 0 · collectives", "collective"): [pytest.approx((0.020, 0.090))],
+        # The two touching kernels [50,80) and [80,130) are one bar at any width.
+        ("rank 0 · stream 7 (compute)", "compute"): [pytest.approx((0.0, 0.080))],
+        ("rank 0 · stream 20 (NCCL)", "comm"): [pytest.approx((0.020, 0.090))],
+    }
+    assert joined
+    names = dict(zip(frame["row"], frame["name"], strict=True))
+    assert names["rank 0 · stream 7 (compute)"] == "volta_sgemm_128x64_nn and 1 more"
+    assert lanes.row_order(frame) == [
+        "rank 0 · overlap",
+        "rank 0 · exposed comm",
+        "rank 0 · collectives",
+        "rank 0 · stream 7 (compute)",
+        "rank 0 · stream 20 (NCCL)",
+    ]
+
+
+def test_work_closer_than_a_pixel_is_one_bar(job):
+    # 2 px across the 90 µs window: a pixel is 45 µs, so the compute ending at 130 µs and the
+    # all-reduce's tracks stay apart only where a gap is wider than that.
+    frame, joined = lanes.timeline_frame(job, step=1, width_px=2)
+    assert joined and frame.filter(pl.col("kind") == "compute").height == 1
+
+
+def test_cpu_lanes_are_the_training_thread_and_the_gloo_worker(tmp_path):
+    folder = tb.run_folder(tmp_path, "gloo", dp=1, steps=[1.0], events=tb.cpu_example())
+    job = traceview.load(folder, keep_intervals=True)
+    frame, _ = lanes.timeline_frame(job, step=7)
+    kinds = {row: set(rows["kind"]) for (row,), rows in frame.group_by("row")}
+    # Thread 1 runs the model's compute; thread 2 only Gloo's all-reduces.
+    assert kinds["rank 0 · training thread"] == {"compute"}
+    assert kinds["rank 0 · Gloo worker"] == {"comm"}  # as its calls say: "gloo:all_reduce"
+    assert set(frame["lane"]) >= {"thread 1", "thread 2"}  # the trace's names, on hover
+
+
+def test_lane_names_by_what_runs_on_them():
+    def lane(name, kind, work, ts=0, dur=10):
+        said = f"{work} on {name}"  # no library named: the rank's backend is said
+        return {"lane": name, "lane_kind": kind, "kind": work, "name": said, "ts_ns": ts,
+                "end_ns": ts + dur}  # fmt: skip
+
+    intervals = pl.DataFrame(
+        [
+            lane("thread 5", "cpu_thread", "compute", dur=50),
+            lane("thread 6", "cpu_thread", "compute", dur=10),  # less compute: not the trainer
+            lane("thread 7", "cpu_thread", "comm"),
+            lane("thread 8", "cpu_thread", "comm"),
+            lane("stream 7", "gpu_stream", "compute"),
+            lane("stream 9", "gpu_stream", "memory"),
+            lane("stream 21", "gpu_stream", "comm"),
+        ]
+    )
+    assert lanes.lane_names(intervals, "gloo") == {
+        "thread 5": "training thread",
+        "thread 6": "thread 6",
+        "thread 7": "Gloo worker 1",
+        "thread 8": "Gloo worker 2",
+        "stream 7": "stream 7 (compute)",
+        "stream 9": "stream 9 (copies)",
+        "stream 21": "stream 21 (Gloo)",
+    }
+    assert lanes.lane_names(intervals.filter(pl.col("lane") == "stream 21"), "nccl") == {
+        "stream 21": "stream 21 (NCCL)"
+    }
+
+
+def test_sizes_in_words():
+    assert [frames.size_words(n) for n in (None, 64, 4_000, 9_999, 10_000, 5_320_000)] == [
+        "–", "64 B", "4.0 KB", "10.0 KB", "0.01 MB", "5.32 MB",
+    ]  # fmt: skip
+    assert frames.size_unit(9.9e9) == ("MB", 1e6) and frames.size_unit(1e10) == ("GB", 1e9)
 
 
 def test_memory_beside_the_theory(job):
@@ -90,4 +163,4 @@ def test_an_inferred_strategy_is_said_with_the_caveats(tmp_path):
         "pass in the 1 rank trace, as DDP's gradient hooks launch them (no other wrapper seen)"
     ]
     shown = frames.readable(frames.scaling_frame(runs), frames.SCALING_COLUMNS)
-    assert shown["strategy from"].to_list() == ["inferred"]
+    assert shown["strategy"].to_list() == ["ddp (inferred)"]

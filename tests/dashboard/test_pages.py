@@ -93,8 +93,11 @@ def test_scaling_page_says_which_figures_are_noise(monkeypatch, tmp_path):
     assert said.startswith("ddp-dp2: noisy: step times vary 6.0×")
     ringed = tables(at, 0)[1]
     assert ringed.column("caveats").to_pylist() == [said.removeprefix("ddp-dp2: ")]
-    column = at.dataframe[0].value["caveats"].to_list()
-    assert column[1].startswith("noisy") and column[0] == "–"  # no None shown
+    # The caveat is in the box, not again in a table column; the tables show "–" for what is
+    # unknown, never None.
+    for shown in at.dataframe:
+        assert "caveats" not in shown.value.columns
+        assert shown.value.isna().sum().sum() == 0 and "None" not in shown.value.to_string()
 
 
 @pytest.mark.parametrize("name", ["timeline", "overlap", "buckets", "memory"])
@@ -112,11 +115,19 @@ def test_buckets_page_names_ddp_buckets(monkeypatch):
 
 def test_memory_calculator(monkeypatch):
     at = page("memory", SWEEP, monkeypatch, run="cpu_sweep/zero3-dp4")
+    # It starts from the chosen run: its Ψ, DP degree, precision and strategy.
+    record = json.loads((SWEEP / "cpu_sweep" / "zero3-dp4" / "run.json").read_text())
+    assert at.number_input[0].value == pytest.approx(record["num_params"] / 1e6)
+    assert at.number_input[1].value == 4
+    chosen = {box.label: box.value for box in at.selectbox}
+    assert (chosen["precision"], chosen["strategy"]) == ("fp32", "zero3")
     at.number_input[0].set_value(1000.0)
     at.number_input[1].set_value(8)
     at.run()
-    # ZeRO-3? The default strategy is ddp: 16 bytes × 1e9 = 14.90 GiB.
-    assert at.metric[0].value == "14.90 GiB"
+    # ZeRO-3 shards all 16 bytes per parameter: 16 × 1e9 / 8 = 2 GB, in the page's unit (MB:
+    # the run's own model states are a few MB).
+    assert at.metric[0].value == "2,000.00 MB"
+    assert "MB per rank" in at.table[0].value.columns
 
 
 def test_runs_page_lists_the_sweep(monkeypatch):
@@ -240,3 +251,30 @@ def test_the_pages_read_a_trace_store(monkeypatch, tmp_path):
     on_traces = page("buckets", SWEEP, monkeypatch, run="cpu_sweep/ddp-dp2").dataframe[0].value
     on_store = page("buckets", store, monkeypatch, run="job=ddp-dp2").dataframe[0].value
     assert on_store.equals(on_traces)
+
+
+def test_scaling_page_on_real_traces_without_run_records(monkeypatch, tmp_path):
+    # Two real jobs, as a user keeps them: a folder each, traces and no run.json.
+    real = ROOT / "tests" / "fixtures" / "traces"
+    for job, trace in [("ddp_w2", "nccl_ddp_w2_rank0.json.gz"),
+                       ("w8", "nccl_w8_rank3_step1010.json.gz")]:  # fmt: skip
+        (tmp_path / job).mkdir()
+        shutil.copy(real / trace, tmp_path / job / trace)
+    at = page("scaling", tmp_path, monkeypatch)
+    # What traces give is drawn (each run's median step, its exposed communication); what
+    # needs a run record is said, once.
+    drawn = [spec["title"] for spec, rows in charts(at) if rows]
+    assert drawn == ["Median step", "Exposed communication"]
+    assert any("need each run's samples per step" in c.value for c in at.caption)
+    timed = at.dataframe[0].value
+    assert list(timed["run"]) == ["ddp_w2", "w8"] and list(timed["E(N)"]) == ["–", "–"]
+    assert not at.error and not at.warning
+
+
+def test_every_page_opens_on_the_same_run(monkeypatch):
+    # No choice made yet: the run with the most rank traces, on the runs page as on the others.
+    chosen = {}
+    for name in ("timeline", "overlap", "runs"):
+        at = page(name, SWEEP, monkeypatch)
+        chosen[name] = next(box.value for box in at.selectbox if box.label == "run")
+    assert set(chosen.values()) == {"cpu_sweep/ddp-dp4"}

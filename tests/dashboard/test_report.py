@@ -1,5 +1,7 @@
 """`traceview report`: the dashboard's charts in one HTML file that needs no network."""
 
+import base64
+import gzip
 import json
 import re
 import subprocess
@@ -20,7 +22,8 @@ def test_report_is_a_self_contained_document(tmp_path):
     assert result.code == 0, result.err
     html = out.read_text()
     assert not re.search(r'<script[^>]+src="https?://', html)  # scripts inline, no CDN
-    assert html.count("vegaEmbed = ") + html.count("vegaEmbed=") >= 1  # the bundle, once
+    bundle = unpacked(html, "charting")  # gzipped in the file, inflated by the browser
+    assert bundle.count("vegaEmbed = ") + bundle.count("vegaEmbed=") >= 1  # the bundle, once
     # A title, contents linking every section, the summary across runs, findings, scaling, and a
     # section per run named relative to what the runs share (not an absolute path).
     assert "<h1>traceview report</h1>" in html
@@ -39,12 +42,22 @@ def test_report_is_a_self_contained_document(tmp_path):
                     "Model states beside the ZeRO theory"):  # fmt: skip
         assert html.count(f"<h3>{section}</h3>") == 12
     assert "bucket 2" in html  # the most exposed DDP bucket, named
-    specs = [
-        json.loads(s) for s in re.findall(r"vegaEmbed\('#chart\d+', (\{.*?\}), \{actions", html)
-    ]
+    specs = json.loads(unpacked(html, "charts"))
     assert len(specs) == html.count('class="chart"')
-    timeline = next(s for s in specs if s.get("resolve", {}).get("scale", {}).get("y"))
-    assert timeline["resolve"]["scale"]["y"] == "independent"  # each rank's own lanes
+    # Every chart as wide as the page; each timeline names its lanes rank by rank.
+    assert {s["width"] for s in specs} == {"container"}
+    drawn = [s for s in specs if "encoding" in s]  # the efficiency chart is layered
+    lanes = [s["encoding"]["y"]["sort"] for s in drawn if s["encoding"]["x"]["field"] == "start_ms"]
+    assert len(lanes) == 12 and "rank 3 · training thread" in lanes[-1]
+    # Under 1 MB for the twelve runs, every chart kept.
+    assert len(html.encode()) < 1_000_000
+
+
+def unpacked(html: str, script: str) -> str:
+    """A script the report carries gzipped, in base64 (static.packed), as the browser reads it."""
+    found = re.search(rf'<script type="application/gzip" id="{script}">([^<]*)</script>', html)
+    assert found, script
+    return gzip.decompress(base64.b64decode(found.group(1))).decode("utf-8")
 
 
 def test_report_needs_an_output_file():
@@ -63,7 +76,9 @@ def test_report_carries_the_caveats_of_noisy_runs(tmp_path):
     out = tmp_path / "report.html"
     assert traceview("report", tmp_path, "--output", out).code == 0
     html = out.read_text()
-    assert "Caveats" in html and "noisy: step times vary 6.0" in html
+    # Said once, beside the run's row of the summary (not again in a list below it).
+    summary = html[html.index('id="summary"') : html.index('id="findings"')]
+    assert html.count("noisy: step times vary 6.0") == 1 and "noisy: step times vary" in summary
 
 
 @pytest.mark.parametrize("missing", ["altair", "vl_convert"])
@@ -109,4 +124,4 @@ def test_report_under_an_address_space_limit(tmp_path, hard):
         assert out.read_text() == "kept"
     else:
         assert done.returncode == 0, done.stderr
-        assert "vegaEmbed" in out.read_text()
+        assert "vegaEmbed" in unpacked(out.read_text(), "charting")

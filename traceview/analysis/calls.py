@@ -3,6 +3,7 @@ and how much of it no compute covered."""
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from traceview.analysis.spans import exposed_part, kind_set
@@ -51,15 +52,20 @@ def collective_calls(timeline: Timeline) -> pl.DataFrame:
     comm = iv.filter(pl.col("kind") == "comm").sort("ts_ns")
     if comm.height == 0:
         return pl.DataFrame(schema=CALLS_SCHEMA)
-    exposed = exposed_part(
-        kind_set(iv, "compute"), comm["ts_ns"].to_numpy(), comm["end_ns"].to_numpy()
-    )
+    compute = kind_set(iv, "compute")
+    starts, ends = comm["ts_ns"].to_numpy(), comm["end_ns"].to_numpy()
+    exposed = exposed_part(compute, starts, ends)
+    # Calls in start order: the earlier ones cover [start, their furthest end) of this one.
+    reach = np.maximum.accumulate(ends)
+    fresh = np.maximum(starts, np.concatenate(([starts[0]], reach[:-1])))
+    share = exposed_part(compute, np.minimum(fresh, ends), ends)
     dur = pl.col("end_ns") - pl.col("ts_ns")
     algbw = pl.when(dur > 0).then(pl.col("bytes") / dur)  # bytes per ns = GB/s
     return (
         comm.with_columns(
             _factor=bus_factors(comm),
             exposed_ns=pl.Series(exposed, dtype=pl.Int64),
+            exposed_share_ns=pl.Series(share, dtype=pl.Int64),
         )
         .select(
             "rank",
@@ -82,6 +88,7 @@ def collective_calls(timeline: Timeline) -> pl.DataFrame:
             algbw_gbps=algbw,
             busbw_gbps=algbw * pl.col("_factor"),
             exposed_ns="exposed_ns",
+            exposed_share_ns="exposed_share_ns",
         )
         .cast(CALLS_SCHEMA)  # type: ignore[arg-type]
     )

@@ -30,7 +30,7 @@ class ExposedCall:
 class StepExposure:
     rank: int | None
     step: int | None
-    exposed_ns: int
+    exposed_ns: int  # the union of the calls' exposed time (their shares summed)
     calls: tuple[ExposedCall, ...]  # most exposed first
 
 
@@ -43,7 +43,7 @@ def exposure_by_step(calls: pl.DataFrame) -> list[StepExposure]:
             StepExposure(
                 rank=rank,  # type: ignore[arg-type]
                 step=step,  # type: ignore[arg-type]
-                exposed_ns=int(rows["exposed_ns"].sum()),
+                exposed_ns=int(rows["exposed_share_ns"].sum()),  # concurrent calls once
                 calls=tuple(
                     ExposedCall(**r)
                     for r in rows.select("index", "collective", "label", "exposed_ns").iter_rows(

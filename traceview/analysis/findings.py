@@ -68,8 +68,9 @@ def backward_tail(job: JobReport, name: str, strategy: str | None = None) -> Fin
         grads = r.calls.filter(
             pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES)
         ).filter(pl.col("step").is_in(list(ends)))
+        # Each call's share of the exposed time: concurrent calls counted once.
         for step, end_ns, exposed, module in grads.select(
-            "step", "end_ns", "exposed_ns", "module"
+            "step", "end_ns", "exposed_share_ns", "module"
         ).iter_rows():
             rows.append((exposed or 0, end_ns > ends[step], module))
     exposed = sum(e for e, _, _ in rows)
@@ -175,18 +176,20 @@ def unhidden_gathers(job: JobReport, name: str, strategy: str | None) -> Finding
         return None
     gathers = job.calls.filter(pl.col("collective") == "all_gather")
     total = int(gathers["dur_ns"].sum() or 0)
-    exposed = int(gathers["exposed_ns"].sum() or 0)
+    exposed = int(gathers["exposed_ns"].sum() or 0)  # per call, as their durations are
+    # Of the step time: concurrent gathers counted once.
+    alone = int(gathers["exposed_share_ns"].sum() or 0)
     window = _window_ns(job)
     if not total or not window:
         return None
-    if exposed < GATHER_EXPOSED_SHARE * total or exposed < MATERIAL_SHARE * window:
+    if exposed < GATHER_EXPOSED_SHARE * total or alone < MATERIAL_SHARE * window:
         return None
     return Finding(
         rule="unhidden_gathers",
         job=name,
         what=(
             f"{100 * exposed / total:.0f}% of ZeRO-3's all-gather time is exposed "
-            f"({100 * exposed / window:.0f}% of the step time)"
+            f"({100 * alone / window:.0f}% of the step time)"
         ),
         action=(
             "prefetch the next module's parameters (FSDP2: set_modules_to_forward_prefetch / "
@@ -195,7 +198,7 @@ def unhidden_gathers(job: JobReport, name: str, strategy: str | None) -> Finding
         ),
         numbers={
             "gather_exposed_pct": round(100 * exposed / total, 1),
-            "step_time_share_pct": round(100 * exposed / window, 1),
+            "step_time_share_pct": round(100 * alone / window, 1),
         },
     )
 

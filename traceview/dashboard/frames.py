@@ -18,9 +18,7 @@ from traceview import (
     Runs,
     layout_bytes,
     model_state_bytes,
-    overlap_spans,
     run_precision,
-    union,
 )
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
@@ -53,33 +51,50 @@ def overlap_frame(job: Job) -> pl.DataFrame:
 def scaling_frame(runs: Runs) -> pl.DataFrame:
     """One row per run (the compare document's runs); `caveats` joined into one string."""
     rows = build.compare(runs).runs
-    return pl.DataFrame([{**asdict(r), "caveats": "; ".join(r.caveats) or None} for r in rows])
+    return pl.DataFrame(
+        [
+            {
+                **asdict(r),
+                "strategy_said": r.strategy_said,
+                "step_range": _step_range(r.step_seconds_min, r.step_seconds_max),
+                "traffic_text": r.traffic_text,
+                "comm_volume_text": r.comm_volume_text,
+                "caveats": "; ".join(r.caveats) or None,
+            }
+            for r in rows
+        ]
+    )
 
 
-# The scaling table as people read it: column (label with its unit, number format).
+# The scaling tables as people read them: column (label with its unit, number format). Two
+# tables, each fitting the page: time and efficiency, then traffic and memory against theory.
 SCALING_COLUMNS = {
     "job": ("run", None),
-    "strategy": ("strategy", None),
-    "strategy_source": ("strategy from", None),
+    "strategy_said": ("strategy", None),
     "dp": ("DP", "{:d}"),
-    "threads_per_rank": ("threads/rank", "{:d}"),
-    "step_seconds": ("step s (median)", "{:.3f}"),
-    "step_seconds_min": ("step s min", "{:.3f}"),
-    "step_seconds_max": ("step s max", "{:.3f}"),
+    "threads_per_rank": ("threads", "{:d}"),
+    "step_seconds": ("step s", "{:.3f}"),
+    "step_range": ("min–max", None),
     "samples_per_s": ("samples/s", "{:,.1f}"),
     "tokens_per_s": ("tokens/s", "{:,.0f}"),
     "efficiency": ("E(N)", "{:.2f}"),
-    "exposed_comm_fraction": ("exposed comm %", "{:.1%}"),
-    "traffic_psi": ("traffic Ψ", "{:.2f}"),
-    "traffic_theory_psi": ("traffic Ψ theory", "{:.2f}"),
-    "traffic_theory_as_run_psi": ("traffic Ψ as run", "{:.2f}"),
-    "comm_volume_psi": ("buffers Ψ", "{:.2f}"),
-    "comm_volume_theory_psi": ("buffers Ψ theory", "{:.2f}"),
-    "comm_volume_theory_as_run_psi": ("buffers Ψ as run", "{:.2f}"),
+    "exposed_comm_fraction": ("exposed", "{:.1%}"),
+}
+THEORY_COLUMNS = {
+    "job": ("run", None),
+    "traffic_text": ("traffic Ψ (theory)", None),
+    "comm_volume_text": ("buffers Ψ (theory)", None),
     "model_state_bytes": ("model states MB", "{:,.1f}"),
     "model_state_theory_bytes": ("theory MB", "{:,.1f}"),
-    "caveats": ("caveats", None),
 }
+
+
+# What the scaling page and the report say where runs have no run record to give E(N).
+NEEDS_A_RECORD = (
+    "E(N) and throughput need each run's samples per step, which the harness's run.json "
+    "records, and a DP-1 run of the same strategy beside the larger ones; from the traces "
+    "alone: each run's median step and its exposed communication."
+)
 
 
 def readable(frame: pl.DataFrame, columns: Mapping[str, tuple[str, str | None]]) -> pl.DataFrame:
@@ -108,16 +123,16 @@ def withheld_lines(runs: Runs) -> list[str]:
     return [f"no prediction for {w.strategy}: {w.why}" for w in runs.withheld_predictions()]
 
 
-def caveat_lines(runs: Runs, root: str = "") -> list[str]:
-    """Every caveat of the runs, each once: the comparison's, what an inferred strategy rests
-    on, then each run's rank notes with the ranks they hold for. Run names shown relative to
-    `root`."""
+def caveat_lines(runs: Runs, root: str = "", with_rows: bool = True) -> list[str]:
+    """Every caveat of the runs, each once: the comparison's (unless `with_rows` is False: a
+    table shows them beside its rows), what an inferred strategy rests on, then each run's rank
+    notes with the ranks they hold for. Run names shown relative to `root`."""
 
     def short(name: str) -> str:
         return name.removeprefix(root).lstrip("/") or name if root else name
 
     rows = build.compare(runs).runs
-    lines = [f"{short(r.job)}: {c}" for r in rows for c in r.caveats]
+    lines = [f"{short(r.job)}: {c}" for r in rows for c in r.caveats] if with_rows else []
     lines += [
         f"{short(r.job)}: strategy {r.strategy} inferred from the traces: {r.strategy_evidence}"
         for r in rows
@@ -128,10 +143,8 @@ def caveat_lines(runs: Runs, root: str = "") -> list[str]:
         for r in job.ranks:
             for note in r.notes:
                 if note.caveat:
-                    ranks.setdefault(note.message, []).append(str(r.rank))
-        lines += [
-            f"{short(job.name)} (ranks {', '.join(who)}): {msg}" for msg, who in ranks.items()
-        ]
+                    ranks.setdefault(note.message, []).append(rank_label(r.rank))
+        lines += [f"{short(job.name)} ({', '.join(who)}): {msg}" for msg, who in ranks.items()]
     return lines
 
 
@@ -169,6 +182,38 @@ def memory_frame(job: Job) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+def _step_range(low: float | None, high: float | None) -> str | None:
+    return None if low is None or high is None else f"{low:.3f}–{high:.3f}"
+
+
+def rank_label(rank: int | None) -> str:
+    """A rank as every page and the report say it; a trace that does not say: "rank unknown"."""
+    return "rank unknown" if rank is None else f"rank {rank}"
+
+
+def rank_words(column: str = "rank") -> pl.Expr:
+    """rank_label of a frame's column."""
+    return (
+        pl.when(pl.col(column).is_null())
+        .then(pl.lit("rank unknown"))
+        .otherwise(pl.format("rank {}", pl.col(column)))
+    )
+
+
+def size_words(size: int | None) -> str:
+    """A size as people read it: MB, and KB below 0.01 MB (where MB would print 0.00)."""
+    if size is None:
+        return "–"
+    if size < 10_000:
+        return f"{size / 1e3:,.1f} KB" if size >= 100 else f"{size:,d} B"
+    return f"{size / 1e6:,.2f} MB"
+
+
+def size_unit(largest: float) -> tuple[str, float]:
+    """One unit for every size on a page: GB from 10 GB up, else MB."""
+    return ("GB", 1e9) if largest >= 1e10 else ("MB", 1e6)
+
+
 def calls_frame(job: Job, step: int | None = None) -> pl.DataFrame:
     """Collective calls (of one step, if given; the collectives document's calls) with times in
     ms from the first call's ready time, and a label (bucket, else module, else the
@@ -184,89 +229,16 @@ def calls_frame(job: Job, step: int | None = None) -> pl.DataFrame:
         start_ms=(pl.col("start_us") - origin) / 1e3,
         end_ms=(pl.col("end_us") - origin) / 1e3,
         mb=pl.col("bytes") / 1e6,
+        size=pl.col("bytes").map_elements(size_words, return_dtype=pl.String),
         duration_ms=pl.col("duration_us") / 1e3,
+        wait_ms=pl.col("wait_us") / 1e3,
         exposed_ms=pl.col("exposed_us") / 1e3,
         bandwidth_from=pl.when(pl.col("bandwidth_on") == "duration")
         .then(pl.lit(f"duration ({LOWER_BOUND} {BANDWIDTH_ON_DURATION})"))
         .otherwise(pl.col("bandwidth_on")),
+        # A lower bound says so in its cell: "≥ 0.28".
+        busbw_said=pl.when(pl.col("bandwidth_on") == "duration")
+        .then(pl.lit("≥ "))
+        .otherwise(pl.lit(""))
+        + pl.col("busbw_gbps").round(2).map_elements(lambda v: f"{v:,.2f}", return_dtype=pl.String),
     )
-
-
-def timeline_frame(job: Job, step: int, max_intervals: int = 4000) -> tuple[pl.DataFrame, bool]:
-    """rank, lane, kind, start_ms, end_ms of one step (ms from the step's earliest start), plus
-    'overlap' and 'exposed comm' lanes per rank. Above `max_intervals` the intervals of each lane
-    and kind are merged where they touch or overlap (True is returned: say so)."""
-    parts = []
-    # The job's intervals, read from its traces (or store) when first asked for.
-    chosen = job.intervals.filter((pl.col("step") == step) & (pl.col("kind") != "other"))
-    for (rank,), iv in chosen.partition_by("rank", as_dict=True, maintain_order=True).items():
-        extra = zip(("overlap", "exposed comm"), overlap_spans(iv), strict=True)
-        parts.append(
-            iv.select(
-                pl.lit(rank).alias("rank"),
-                "lane",
-                pl.col("kind").cast(pl.String),
-                pl.col("name").cast(pl.String),
-                "ts_ns",
-                "end_ns",
-            )
-        )
-        for lane, spans in extra:
-            parts.append(
-                pl.DataFrame(
-                    {
-                        "rank": [rank] * len(spans),
-                        "lane": [lane] * len(spans),
-                        "kind": [lane] * len(spans),
-                        "name": [lane] * len(spans),
-                        "ts_ns": spans.starts,
-                        "end_ns": spans.ends,
-                    }
-                )
-            )
-    schema = {
-        "rank": pl.Int64,
-        "lane": pl.String,
-        "kind": pl.String,
-        "name": pl.String,
-        "start_ms": pl.Float64,
-        "end_ms": pl.Float64,
-    }
-    if not parts:
-        return pl.DataFrame(schema=schema), False
-    frame = pl.concat(parts, how="vertical_relaxed")
-    merged = frame.height > max_intervals
-    if merged:
-        frame = _merge_touching(frame)
-    origin = frame["ts_ns"].min()
-    return (
-        frame.select(
-            "rank",
-            "lane",
-            "kind",
-            "name",
-            start_ms=(pl.col("ts_ns") - origin) / 1e6,
-            end_ms=(pl.col("end_ns") - origin) / 1e6,
-        ).cast(schema),  # type: ignore[arg-type]
-        merged,
-    )
-
-
-def _merge_touching(frame: pl.DataFrame) -> pl.DataFrame:
-    out = []
-    for (rank, lane, kind), rows in frame.group_by("rank", "lane", "kind"):
-        spans = union(rows["ts_ns"].to_numpy(), rows["end_ns"].to_numpy())
-        n = len(spans)
-        out.append(
-            pl.DataFrame(
-                {
-                    "rank": [rank] * n,
-                    "lane": [lane] * n,
-                    "kind": [kind] * n,
-                    "name": [f"{kind} (merged)"] * n,
-                    "ts_ns": spans.starts,
-                    "end_ns": spans.ends,
-                }
-            )
-        )
-    return pl.concat(out, how="vertical_relaxed")

@@ -7,21 +7,12 @@ from __future__ import annotations
 
 import datetime
 import html
-import json
 import os
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import altair as alt
 import polars as pl
-from altair.utils._importers import vl_version_for_vl_convert
-
-try:
-    import resource
-except ImportError:  # not on Windows, where no such limit stops V8
-    resource = None  # type: ignore[assignment]
 
 from traceview import (
     COMM_PER_STEP,
@@ -34,17 +25,21 @@ from traceview import (
 )
 from traceview.dashboard import charts
 from traceview.dashboard.frames import (
+    NEEDS_A_RECORD,
     calls_frame,
     caveat_lines,
     memory_frame,
     overlap_frame,
     prediction_frame,
+    rank_label,
     scaling_frame,
-    timeline_frame,
+    size_words,
     withheld_lines,
 )
+from traceview.dashboard.htmlpage import html_page
+from traceview.dashboard.lanes import row_order, timeline_frame
 
-CHART_WIDTH = 760  # px: fits a laptop screen beside the page's margins
+CHART_WIDTH = 900  # px: the page's text width, what a chart's bars are reduced to
 TIMELINE_RANKS = 4  # the first ranks of a job drawn in its step timeline
 FACET_RANKS = 8  # the first ranks drawn side by side (every rank: `analyze --per-rank`)
 MOST_EXPOSED = 8
@@ -54,12 +49,11 @@ body { font-family: system-ui, sans-serif; max-width: 980px; margin: 2em auto; p
        color: #222; line-height: 1.45; }
 h1 { margin-bottom: 0.2em; } h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em;
 margin-top: 2em; } table { border-collapse: collapse; font-size: 0.88em; margin: 0.8em 0; }
-th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #eee; text-align: right;
-         white-space: nowrap; }
+th, td { padding: 0.25em 0.6em; border-bottom: 1px solid #eee; text-align: right; }
 th { background: #f6f6f6; white-space: normal; } td.name, th.name { text-align: left; }
-td.wrap { white-space: normal; text-align: left; min-width: 14em; }
+td.wrap { text-align: left; min-width: 10em; }
 .meta { color: #666; } .flag { color: #b22222; } .finding { margin: 0.5em 0; }
-nav ol { columns: 2; } .chart { margin: 0.5em 0 1.5em; }
+nav ol { columns: 2; } .chart { width: 100%; margin: 0.5em 0 1.5em; }
 """
 
 
@@ -91,6 +85,12 @@ def _names(runs: Runs) -> dict[str, str]:
         return {full[0]: Path(full[0]).name}
     base = os.path.commonpath([os.path.abspath(n) for n in full])
     return {n: os.path.relpath(os.path.abspath(n), base) for n in full}
+
+
+def _root(runs: Runs) -> str:
+    """The folder the runs share, which their names are said relative to."""
+    full = [os.path.abspath(job.name) for job in runs.jobs]
+    return os.path.commonpath(full) if len(full) > 1 else os.path.dirname(full[0]) if full else ""
 
 
 def _anchor(i: int) -> str:
@@ -162,9 +162,13 @@ _SUMMARY_HEAD = [
 
 def _most_exposed(job: Job) -> str:
     calls = calls_frame(job)
-    if calls.height == 0 or calls["exposed_us"].sum() == 0:
+    share = pl.col("exposed_share_us")
+    if calls.height == 0 or calls.select(share.sum()).item() == 0:
         return "<p>No collective left exposed.</p>"
-    total_ms = float(calls["exposed_us"].sum()) / 1e3
+    # Each call's share of the exposed time: concurrent calls once, so the rows add up to the
+    # exposed communication and none exceeds the time traced.
+    calls = calls.with_columns(exposed_share_ms=share / 1e3)
+    total_ms = float(calls["exposed_share_ms"].sum())
     # An FSDP module has an all-gather and a reduce-scatter: each is its own row, named.
     named = pl.col("label").str.starts_with("bucket ") | (pl.col("label") == pl.col("collective"))
     calls = calls.with_columns(
@@ -174,41 +178,48 @@ def _most_exposed(job: Job) -> str:
         calls.group_by("label")
         .agg(
             calls=pl.len(),
-            exposed_ms=pl.col("exposed_us").sum() / 1e3,
-            mb=pl.col("bytes").median() / 1e6,
+            exposed_ms=pl.col("exposed_share_ms").sum(),
+            size=pl.col("bytes").median(),
         )
         .sort("exposed_ms", descending=True)
         .head(MOST_EXPOSED)
     )
     rows = [
-        [_e(label), str(n), f"{ms:,.3f}", f"{100 * ms / total_ms:.1f}", _num(mb, ",.2f")]
-        for label, n, ms, mb in top.select("label", "calls", "exposed_ms", "mb").iter_rows()
-    ]
-    head = ["bucket, module or collective", "calls", "exposed ms", "% of exposed", "median MB"]
-    return _table(head, rows)
+        [_e(label), str(n), f"{ms:,.3f}", f"{100 * ms / total_ms:.1f}",
+         _e(size_words(None if size is None else int(size)))]
+        for label, n, ms, size in top.select("label", "calls", "exposed_ms", "size").iter_rows()
+    ]  # fmt: skip
+    head = ["bucket, module or collective", "calls", "exposed ms", "% of exposed", "median size"]
+    return _table(head, rows) + (
+        "<p class=meta>Exposed ms: each call's time with no compute beside it that no call "
+        "started before it already covers (concurrent calls counted once), over every rank.</p>"
+    )
 
 
 def _timeline(doc: _Doc, job: Job) -> None:
     steps = sorted({s.step for r in job.ranks for s in r.steps})
-    kept = [r for r in job.ranks if r.intervals is not None][:TIMELINE_RANKS]
     if not steps:
-        doc.add("<p>No profiler steps to draw.</p>")
-        return
-    if not kept:
-        doc.add("<p>Timeline left out (the report was made without the intervals).</p>")
+        doc.add("<p>No profiler steps in these traces (ProfilerStep#N): no step to draw.</p>")
         return
     step = steps[len(steps) // 2]
-    shown = Job(folder=job.folder, ranks=tuple(kept))
-    frame, merged = timeline_frame(shown, step)
-    ranks = ", ".join(str(r.rank) for r in kept)
+    try:
+        frame, joined = timeline_frame(job, step, width_px=CHART_WIDTH, ranks=TIMELINE_RANKS)
+    except TraceviewError as e:
+        doc.add(f"<p>Timeline left out: {_e(e.message)}.</p>")
+        return
+    shown = sorted(frame["rank"].unique().to_list(), key=lambda r: (r is None, r or 0))
+    ranks = ", ".join(rank_label(r) for r in shown)
     more = (
-        f" (the first {len(kept)} of {len(job.ranks)} ranks)" if len(kept) < len(job.ranks) else ""
+        f" (the first {len(shown)} of {len(job.ranks)} ranks)"
+        if len(shown) < len(job.ranks)
+        else ""
     )
-    doc.add(f"<p class=meta>Step {step}, ranks {_e(ranks)}{more}.")
-    if merged:
-        doc.add(" Touching intervals of each lane merged: `traceview export` has them all.")
+    doc.add(f"<p class=meta>Step {step}: {_e(ranks)}{more}.")
+    if joined:
+        doc.add(" Work closer together than one pixel is drawn as one bar: `traceview export` "
+                "has every interval.")  # fmt: skip
     doc.add("</p>")
-    doc.chart(charts.timeline_chart(frame).properties(width=CHART_WIDTH - 120))
+    doc.chart(charts.timeline_chart(frame, row_order(frame)))
 
 
 def _first_ranks(frame: pl.DataFrame, doc: _Doc, ranks: int) -> pl.DataFrame:
@@ -221,12 +232,6 @@ def _first_ranks(frame: pl.DataFrame, doc: _Doc, ranks: int) -> pl.DataFrame:
     return frame.filter(pl.col("rank").is_in(first))
 
 
-def _facet_width(frame: pl.DataFrame) -> int:
-    """Each rank's panel as wide as lets every panel fit the page."""
-    ranks = max(1, frame["rank"].n_unique())
-    return max(100, min(CHART_WIDTH // 2, (CHART_WIDTH - 60) // ranks - 20))
-
-
 def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     doc.add(f'<h2 id="{_anchor(i)}">{_e(name)}</h2>')
     first = job.ranks[0]
@@ -236,9 +241,11 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     overlap = _first_ranks(overlap_frame(job), doc, len(job.ranks))
     doc.add("<h3>Overlap per rank and step</h3>")
     if overlap.height:
-        doc.chart(charts.overlap_chart(overlap).properties(width=_facet_width(overlap)))
+        doc.chart(charts.overlap_chart(overlap))
+    elif any(r.steps for r in job.ranks):
+        doc.add("<p>No step's window split: these traces do not measure communication.</p>")
     else:
-        doc.add("<p>No profiler steps.</p>")
+        doc.add("<p>No profiler steps in these traces (ProfilerStep#N).</p>")
     doc.add("<h3>Most exposed collectives</h3>")
     doc.add(_most_exposed(job))
     doc.add("<h3>One step's timeline</h3>")
@@ -247,11 +254,11 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     if memory.height:
         doc.add("<h3>Model states beside the ZeRO theory</h3>")
         memory = _first_ranks(memory, doc, memory["rank"].n_unique())
-        doc.chart(charts.memory_chart(memory).properties(width=_facet_width(memory)))
+        doc.chart(charts.memory_chart(memory))
     calls = calls_frame(job)
     if calls.height and calls["mb"].drop_nulls().len():
         doc.add("<h3>Collectives: size and duration</h3>")
-        doc.chart(charts.size_vs_duration_chart(calls).properties(width=CHART_WIDTH))
+        doc.chart(charts.size_vs_duration_chart(calls))
 
 
 def report_html(runs: Runs, title: str = "traceview report") -> str:
@@ -260,7 +267,8 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
     anchors = {job.name: _anchor(i) for i, job in enumerate(runs.jobs)}
     rows = runs.scaling()
     found = runs.findings()
-    caveats = caveat_lines(runs)
+    # Each once: a run's own caveats sit beside its row of the summary.
+    caveats = caveat_lines(runs, root=_root(runs), with_rows=False)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     traces = sum(len(j.ranks) for j in runs.jobs)
     doc.add(f"<h1>{_e(title)}</h1>")
@@ -296,64 +304,23 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
         doc.add("".join(f"<li>{_e(line)}</li>" for line in caveats) + "</ul>")
     doc.add('<h2 id="scaling">Scaling</h2>')
     scaling = scaling_frame(runs)
+    if scaling.height:
+        scaling = scaling.with_columns(pl.col("job").replace(names))
     measured = scaling.filter(pl.col("efficiency").is_not_null()) if scaling.height else scaling
     if measured.height:
-        doc.chart(
-            charts.efficiency_chart(measured, prediction_frame(runs)).properties(width=CHART_WIDTH)
-        )
+        doc.chart(charts.efficiency_chart(measured, prediction_frame(runs)))
         for line in withheld_lines(runs):
             doc.add(f"<p>{_e(line.capitalize())}.</p>")
-        doc.chart(charts.throughput_chart(measured).properties(width=CHART_WIDTH))
-        doc.chart(charts.exposed_chart(scaling).properties(width=CHART_WIDTH))
-    else:
-        doc.add("<p>Efficiency needs a DP-1 run of the same strategy beside the larger ones.</p>")
+        doc.chart(charts.throughput_chart(measured))
+        doc.chart(charts.exposed_chart(scaling))
+    elif scaling.height:
+        doc.add(f"<p>{_e(NEEDS_A_RECORD)}</p>")
+        timed = scaling.filter(pl.col("step_seconds").is_not_null())
+        if timed.height:
+            doc.chart(charts.step_time_chart(timed))
+        exposed = scaling.filter(pl.col("exposed_comm_fraction").is_not_null())
+        if exposed.height:
+            doc.chart(charts.exposed_chart(exposed, by_run=True))
     for i, job in enumerate(runs.jobs):
         _run_section(doc, i, job, names[job.name])
-    return _page(doc, title)
-
-
-def _charting_script() -> str:
-    """Vega-Embed and its libraries as one script, from vl-convert. Its JavaScript engine (V8)
-    reserves tens of GB of address space as it starts and aborts the whole process when it
-    cannot (`ulimit -v`): under such a limit it runs in a process of its own, whose end is
-    said in one line."""
-    version = vl_version_for_vl_convert()
-    if resource is None or resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
-        import vl_convert
-
-        return str(vl_convert.javascript_bundle(vl_version=version))  # type: ignore[call-arg]
-    done = subprocess.run(
-        [sys.executable, "-c", _BUNDLE_IN_A_CHILD, version],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0 or not done.stdout:
-        limit = resource.getrlimit(resource.RLIMIT_AS)[0] >> 20
-        raise TraceviewError(
-            f"the report's chart engine (vl-convert's V8) cannot start under an address-space "
-            f"limit of {limit:,} MB (ulimit -v): run report without that limit"
-        )
-    return done.stdout.decode("utf-8")
-
-
-_BUNDLE_IN_A_CHILD = (  # as far as the hard limit allows, the limit is lifted first
-    "import resource, sys, vl_convert; "
-    "hard = resource.getrlimit(resource.RLIMIT_AS)[1]; "
-    "resource.setrlimit(resource.RLIMIT_AS, (hard, hard)); "
-    "sys.stdout.write(vl_convert.javascript_bundle(vl_version=sys.argv[1]))"
-)
-
-
-def _page(doc: _Doc, title: str) -> str:
-    bundle = _charting_script()
-    embeds = "\n".join(
-        f"vegaEmbed('#chart{i}', {json.dumps(spec)}, {{actions: false}}).catch(console.error);"
-        for i, spec in enumerate(doc.specs)
-    )
-    return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_e(title)}</title><style>{_STYLE}</style>"
-        f'<script type="text/javascript">{bundle}</script></head>\n<body>\n'
-        + "\n".join(doc.parts)
-        + f'\n<script type="text/javascript">\n{embeds}\n</script>\n</body></html>\n'
-    )
+    return html_page(title, _STYLE, doc.parts, doc.specs)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
+import polars as pl
 import streamlit as st
 
 from traceview import Job, TraceviewError
 from traceview.dashboard import data
+from traceview.dashboard.frames import rank_label, readable
 from traceview.dashboard.upload import UPLOADS
 from traceview.errors import A_BUG, one_line
 
@@ -56,11 +58,36 @@ def run_caveats(job: Job) -> list[str]:
     for r in sorted(job.ranks, key=lambda r: not any(n.lossy for n in r.notes)):
         for note in r.notes:
             if note.lossy or note.caveat:
-                ranks.setdefault(note.message, []).append(
-                    "rank unknown" if r.rank is None else f"rank {r.rank}"
-                )
+                ranks.setdefault(note.message, []).append(rank_label(r.rank))
     lines += [f"{', '.join(who)}: {message}" for message, who in ranks.items()]
     return lines
+
+
+PAGE_ROWS = 50  # a table longer than this is shown a page at a time
+
+
+def table(frame: pl.DataFrame, columns: Mapping[str, tuple[str, str | None]]) -> None:
+    """A table as people read it (`frames.readable`), every row in view: up to PAGE_ROWS at
+    once, longer ones a page at a time — never a small box to scroll."""
+    shown = readable(frame, columns)
+    pages = -(-shown.height // PAGE_ROWS)
+    if pages > 1:
+        key = "page of " + ",".join(shown.columns)
+        page = st.number_input(f"page (of {pages}; {shown.height:,} rows)", 1, pages, 1, key=key)
+        shown = shown.slice((int(page) - 1) * PAGE_ROWS, PAGE_ROWS)
+    st.dataframe(shown, hide_index=True, height="content")
+
+
+def run_names(runs: pl.DataFrame) -> tuple[list[str], int]:
+    """Every run a page can show (those found, then this session's uploads) and the one chosen
+    now: the last chosen on any page, else the run with the most rank traces — the same on
+    every page."""
+    uploads: dict[str, Job] = st.session_state.get(UPLOADS, {})
+    names = runs["run"].to_list() + list(uploads)
+    chosen = st.session_state.get("run")
+    if chosen in names:
+        return names, names.index(chosen)
+    return names, int(runs["traces"].arg_max() or 0) if runs.height else 0
 
 
 def pick_run(label: str = "run") -> tuple[str, Job] | None:
@@ -71,12 +98,8 @@ def pick_run(label: str = "run") -> tuple[str, Job] | None:
     if runs.height == 0 and not uploads:
         st.warning(f"No traces under {data.root()}. Start the dashboard on a run or sweep folder.")
         return None
-    names = runs["run"].to_list() + list(uploads)
-    default = st.session_state.get("run")
-    first = int(runs["traces"].arg_max() or 0) if runs.height else 0  # the most ranks
-    choice = st.sidebar.selectbox(
-        label, names, index=names.index(default) if default in names else first
-    )
+    names, index = run_names(runs)
+    choice = st.sidebar.selectbox(label, names, index=index)
     st.session_state["run"] = choice
     job = uploads[choice] if choice in uploads else guarded(choice, lambda: data.job_for(choice))
     if job is None:

@@ -23,7 +23,7 @@ from traceview.version import __version__
 
 # The call table's columns as documents carry them (times in µs).
 CALL_COLUMNS = list(d.Call.__struct_fields__)
-_CALL_TIMES = ("ready", "start", "end", "queue", "wait", "transfer", "exposed")
+_CALL_TIMES = ("ready", "start", "end", "queue", "wait", "transfer", "exposed", "exposed_share")
 
 
 def _envelope() -> dict[str, Any]:

@@ -166,7 +166,9 @@ class Call(Struct, kw_only=True):
     algbw_gbps: float | None
     busbw_gbps: float | None
     bandwidth_on: str | None  # "transfer" or "duration" (a lower bound)
-    exposed_us: Us | None
+    exposed_us: Us | None  # the call's time with no compute beside it
+    # Its share of the rank's exposed time: concurrent calls counted once (docs/metrics.md).
+    exposed_share_us: Us | None
 
 
 class ExposedCall(Struct, kw_only=True):
@@ -180,7 +182,7 @@ class ExposedCall(Struct, kw_only=True):
 class ExposedStep(Struct, kw_only=True):
     rank: int | None
     step: int | None
-    exposed_us: Us
+    exposed_us: Us  # the union: the calls' exposed shares summed
     calls: list[ExposedCall]  # most exposed first
 
 

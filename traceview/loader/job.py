@@ -110,7 +110,12 @@ class Job:
         """The model of every rank as one table (traceview/tables.py INTERVALS_SCHEMA, with its
         `rank` column). Ranks loaded without theirs (keep_intervals) are read again for them
         when first asked for."""
-        frames = [r.intervals for r in self.ranks]
+        return self.intervals_of(len(self.ranks))
+
+    def intervals_of(self, count: int) -> pl.DataFrame:
+        """The intervals of the job's first `count` ranks only (as `intervals`): what a chart of
+        a few ranks reads of a job of many."""
+        frames = [r.intervals for r in self.ranks[:count]]
         missing = [i for i, f in enumerate(frames) if f is None]
         if missing:
             for i, frame in zip(missing, self._read_intervals(missing), strict=True):

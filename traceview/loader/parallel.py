@@ -87,6 +87,20 @@ def guarded(path: Path, work: Callable[[], T]) -> T | Failure:
         )
 
 
+# Below this much trace on disk, in all, starting worker processes (each imports the library,
+# ~0.3 s) costs more than reading the traces here takes.
+IN_PROCESS_BYTES = 16 << 20
+
+
+def _small(paths: Sequence[Path], jobs: int | None) -> bool:
+    if jobs is not None:  # asked for: as many workers as said
+        return False
+    try:
+        return sum(p.stat().st_size for p in paths) < IN_PROCESS_BYTES
+    except OSError:  # said by the worker that reads it, as for any trace
+        return False
+
+
 def analyze_many(
     paths: Sequence[Path],
     *,
@@ -95,9 +109,10 @@ def analyze_many(
     on_done: DoneFn | None = None,
     progress: ProgressFn | None = None,
 ) -> list[Outcome]:
-    """Outcomes in the order of `paths`. A single trace, or any stream among them (standard
-    input, a pipe: only this process can read it), is analysed in this process."""
-    if len(paths) == 1 or jobs == 1 or any(is_stream(p) for p in paths):
+    """Outcomes in the order of `paths`. A single trace, traces too small to pay for starting
+    workers, or any stream among them (standard input, a pipe: only this process can read it),
+    are analysed in this process."""
+    if len(paths) == 1 or jobs == 1 or any(is_stream(p) for p in paths) or _small(paths, jobs):
         outcomes: list[Outcome] = []
         for i, path in enumerate(paths):
             outcomes.append(_analyze_one(path, options, progress))

@@ -1,7 +1,7 @@
 """Where things live in a store (docs/store.md): one Parquet partition per rank of each
 job, hive-style, so polars, DuckDB and Spark read the store as tables without traceview.
 
-    STORE/store.json                      {"store_version": 2}
+    STORE/store.json                      {"store_version": 3}
     STORE/job=<job>/job.json              where the job came from; why it is incomplete, if so
     STORE/job=<job>/run.json              the harness's run record, when the job has one
     STORE/job=<job>/rank=<r>/summary.json the rank's totals, notes and where its trace came from
@@ -24,7 +24,7 @@ from traceview.errors import CannotWrite, TraceviewError, unreadable
 
 # 2: calls and intervals carry `elements`; FSDP's post-backward work is backward work. A
 # partition an older traceview wrote is not read (ingest makes it again).
-STORE_VERSION = 2
+STORE_VERSION = 3
 MARKER = "store.json"
 JOB_RECORD = "job.json"
 SUMMARY = "summary.json"

@@ -1,19 +1,19 @@
 import streamlit as st
 
 from traceview.dashboard import charts
-from traceview.dashboard.frames import calls_frame, readable
-from traceview.dashboard.ui import pick_run
+from traceview.dashboard.frames import calls_frame
+from traceview.dashboard.ui import pick_run, table
 
 CALL_COLUMNS = {
     "rank": ("rank", "{:d}"),
     "step": ("step", "{:d}"),
     "label": ("bucket or module", None),
     "collective": ("collective", None),
-    "mb": ("MB", "{:,.2f}"),
+    "size": ("size", None),
     "duration_ms": ("duration ms", "{:,.3f}"),
+    "wait_ms": ("waiting ms", "{:,.3f}"),
     "exposed_ms": ("exposed ms", "{:,.3f}"),
-    "busbw_gbps": ("bus bandwidth GB/s", "{:,.2f}"),
-    "bandwidth_from": ("bandwidth from", None),
+    "busbw_said": ("busbw GB/s", None),
 }
 
 st.title("Buckets and collectives")
@@ -27,7 +27,13 @@ if picked:
         steps = sorted(calls["step"].drop_nulls().unique().to_list())
         step = st.sidebar.selectbox("step", steps) if steps else None
         st.altair_chart(charts.bucket_timeline_chart(calls_frame(job, step)), width="stretch")
-        st.altair_chart(charts.size_vs_duration_chart(calls), width="stretch")
+        if calls["mb"].drop_nulls().len():
+            st.altair_chart(charts.size_vs_duration_chart(calls), width="stretch")
         for fit in job.fits:
             st.write(f"**{fit.collective}**: {fit.advice}")
-        st.dataframe(readable(calls, CALL_COLUMNS), hide_index=True)
+        table(calls, CALL_COLUMNS)
+        st.caption(
+            "busbw: bus bandwidth as nccl-tests defines it, on the transfer after the last rank "
+            "arrived; ≥ where it is on the call's whole duration, waiting included (ranks not "
+            "aligned): a lower bound (docs/metrics.md)."
+        )

@@ -1,8 +1,8 @@
 import streamlit as st
 
 from traceview.dashboard import charts
-from traceview.dashboard.frames import overlap_frame, readable
-from traceview.dashboard.ui import pick_run
+from traceview.dashboard.frames import overlap_frame
+from traceview.dashboard.ui import pick_run, table
 
 OVERLAP_COLUMNS = {
     "rank": ("rank", "{:d}"),
@@ -21,10 +21,9 @@ if picked:
     if frame.height == 0:
         st.info("No profiler steps in this run.")
     else:
-        st.altair_chart(charts.overlap_chart(frame), width="content")
+        st.altair_chart(charts.overlap_chart(frame), width="stretch")
         st.caption(
             "Each bar is one step's window: compute alone, compute overlapping "
             "communication, communication exposed, and idle (definitions in docs/metrics.md)."
         )
-        table = frame.pivot(on="part", index=["rank", "step"], values="ms")
-        st.dataframe(readable(table, OVERLAP_COLUMNS), hide_index=True)
+        table(frame.pivot(on="part", index=["rank", "step"], values="ms"), OVERLAP_COLUMNS)

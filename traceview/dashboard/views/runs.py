@@ -3,8 +3,8 @@ from functools import partial
 import streamlit as st
 
 from traceview.dashboard import MAX_UPLOAD_MB, data, upload
-from traceview.dashboard.frames import readable
-from traceview.dashboard.ui import guarded
+from traceview.dashboard.frames import rank_label
+from traceview.dashboard.ui import caveat_box, guarded, run_caveats, run_names, table
 
 RUNS_COLUMNS = {
     "run": ("run", None),
@@ -20,12 +20,10 @@ st.title("Runs")
 runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
 if runs is not None:
     st.caption(f"Runs found under {data.root()}; choose one for the other pages.")
-    st.dataframe(readable(runs, RUNS_COLUMNS), hide_index=True)
-    names = runs["run"].to_list() + list(st.session_state.get(upload.UPLOADS, {}))
+    table(runs, RUNS_COLUMNS)
+    names, index = run_names(runs)
     if names:
-        current = st.session_state.get("run")
-        choice = st.selectbox("run", names, index=names.index(current) if current in names else 0)
-        st.session_state["run"] = choice
+        st.session_state["run"] = st.selectbox("run", names, index=index)
 
 st.subheader("Upload a trace")
 uploaded = st.file_uploader(
@@ -47,7 +45,8 @@ if uploaded is not None:
         st.success(f"{uploaded.name} is the run '{name}' on every page now (sidebar).")
         if report and report.total:
             t = report.total
-            st.write(f"rank {report.rank} of {report.world_size} · {report.mode}")
+            of = "" if report.world_size is None else f" of {report.world_size}"
+            st.write(f"{rank_label(report.rank)}{of} · {report.mode}")
             cols = st.columns(4)
             for col, (label, value) in zip(
                 cols,
@@ -60,6 +59,4 @@ if uploaded is not None:
             ):
                 col.metric(label, "unknown" if value is None else f"{value / 1e6:,.3f}")
             cols[3].metric("overlap", "-" if t.overlap_pct is None else f"{t.overlap_pct:.1f}%")
-            for note in report.notes:
-                if note.caveat or note.lossy:
-                    st.warning(note.message)
+            caveat_box(run_caveats(job))

@@ -6,22 +6,25 @@ import streamlit as st
 from traceview import NO_FINDINGS, Runs
 from traceview.dashboard import charts, data
 from traceview.dashboard.frames import (
+    NEEDS_A_RECORD,
     SCALING_COLUMNS,
+    THEORY_COLUMNS,
     caveat_lines,
     prediction_frame,
-    readable,
     scaling_frame,
     withheld_lines,
 )
-from traceview.dashboard.ui import caveat_box, guarded
+from traceview.dashboard.ui import caveat_box, guarded, table
 
 st.title("Scaling")
 runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
 if runs is not None and runs.height:
     loaded = [guarded(run, partial(data.job_for, run)) for run in runs["run"]]
     jobs = Runs(jobs=tuple(job for job in loaded if job is not None))
-    scaling = scaling_frame(jobs)
     base = str(data.root())
+    scaling = scaling_frame(jobs)
+    if scaling.height:
+        scaling = scaling.with_columns(pl.col("job").str.strip_prefix(base).str.strip_prefix("/"))
     caveat_box(caveat_lines(jobs, root=base))
     found = guarded("Findings", jobs.findings)
     if found:
@@ -37,12 +40,7 @@ if runs is not None and runs.height:
     elif found is not None:
         st.info(NO_FINDINGS)
     measured = scaling.filter(pl.col("efficiency").is_not_null()) if scaling.height else scaling
-    if measured.height == 0:
-        st.info(
-            "Efficiency needs a DP-1 run of the same strategy beside the larger ones "
-            "(and run records, or traces with steps)."
-        )
-    else:
+    if measured.height:
         st.altair_chart(charts.efficiency_chart(measured, prediction_frame(jobs)), width="stretch")
         st.caption(
             "Measured: E(N) = throughput(N) / (N × throughput(1)), from each run's median step "
@@ -54,6 +52,17 @@ if runs is not None and runs.height:
         left, right = st.columns(2)
         left.altair_chart(charts.throughput_chart(measured), width="stretch")
         right.altair_chart(charts.exposed_chart(scaling), width="stretch")
+    elif scaling.height:
+        st.caption(NEEDS_A_RECORD)
+        timed = scaling.filter(pl.col("step_seconds").is_not_null())
+        left, right = st.columns(2)
+        if timed.height:
+            left.altair_chart(charts.step_time_chart(timed), width="stretch")
+        exposed = scaling.filter(pl.col("exposed_comm_fraction").is_not_null())
+        if exposed.height:
+            right.altair_chart(charts.exposed_chart(exposed, by_run=True), width="stretch")
     if scaling.height:
-        shown = scaling.with_columns(pl.col("job").str.strip_prefix(base).str.strip_prefix("/"))
-        st.dataframe(readable(shown, SCALING_COLUMNS), hide_index=True)
+        st.subheader("Step time and efficiency")
+        table(scaling, SCALING_COLUMNS)
+        st.subheader("Traffic and memory against the ZeRO theory")
+        table(scaling, THEORY_COLUMNS)

@@ -1,7 +1,7 @@
 import streamlit as st
 
 from traceview.dashboard import charts
-from traceview.dashboard.frames import timeline_frame
+from traceview.dashboard.lanes import row_order, timeline_frame
 from traceview.dashboard.ui import pick_run
 
 st.title("Timeline")
@@ -13,15 +13,16 @@ if picked:
         st.info("This run has no profiler steps to show.")
     else:
         step = st.sidebar.selectbox("step", steps)
-        frame, merged = timeline_frame(job, step)
-        if merged:
-            st.info(
-                "Many intervals: touching intervals of each lane and kind are merged. "
-                "Export the full timeline with `traceview export` for Perfetto."
-            )
-        st.altair_chart(charts.timeline_chart(frame), width="stretch")
+        frame, joined = timeline_frame(job, step)
+        st.altair_chart(charts.timeline_chart(frame, row_order(frame)), width="stretch")
         st.caption(
-            "Per rank: compute, communication and memory lanes; 'overlap' marks "
-            "communication hidden behind compute, 'exposed comm' the rest. Drag to pan, "
-            "scroll to zoom."
+            "Per rank: its overlap and exposed-communication tracks, its collectives (waiting "
+            "for the last rank to arrive, then transfer, where the ranks' clocks are aligned), "
+            "and its lanes named by what they do. Drag to pan, scroll to zoom."
+            + (
+                " Work closer together than one pixel is drawn as one bar (hover says how "
+                "many); `traceview export` writes every interval for Perfetto."
+                if joined
+                else ""
+            )
         )

@@ -1,0 +1,94 @@
+"""The report's HTML page: its parts, then Vega-Embed's scripts and the charts, each inlined
+once, gzipped, and inflated by the browser itself — a file that opens with no server and no
+network, a third of the size of the scripts as text."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import json
+import subprocess
+import sys
+
+from altair.utils._importers import vl_version_for_vl_convert
+
+try:
+    import resource
+except ImportError:  # not on Windows, where no such limit stops V8
+    resource = None  # type: ignore[assignment]
+
+from traceview import TraceviewError
+
+
+def _charting_script() -> str:
+    """Vega-Embed and its libraries as one script, from vl-convert. Its JavaScript engine (V8)
+    reserves tens of GB of address space as it starts and aborts the whole process when it
+    cannot (`ulimit -v`): under such a limit it runs in a process of its own, whose end is
+    said in one line."""
+    version = vl_version_for_vl_convert()
+    if resource is None or resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
+        import vl_convert
+
+        return str(vl_convert.javascript_bundle(vl_version=version))  # type: ignore[call-arg]
+    done = subprocess.run(
+        [sys.executable, "-c", _BUNDLE_IN_A_CHILD, version],
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0 or not done.stdout:
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0] >> 20
+        raise TraceviewError(
+            f"the report's chart engine (vl-convert's V8) cannot start under an address-space "
+            f"limit of {limit:,} MB (ulimit -v): run report without that limit"
+        )
+    return done.stdout.decode("utf-8")
+
+
+_BUNDLE_IN_A_CHILD = (  # as far as the hard limit allows, the limit is lifted first
+    "import resource, sys, vl_convert; "
+    "hard = resource.getrlimit(resource.RLIMIT_AS)[1]; "
+    "resource.setrlimit(resource.RLIMIT_AS, (hard, hard)); "
+    "sys.stdout.write(vl_convert.javascript_bundle(vl_version=sys.argv[1]))"
+)
+
+
+# The charting scripts and the charts are gzipped in the file (a third of their size) and
+# inflated by the browser itself (DecompressionStream: Chrome 80, Firefox 113, Safari 16.4).
+_DRAW = """
+async function unpack(id) {
+  const text = atob(document.getElementById(id).textContent);
+  const bytes = Uint8Array.from(text, (c) => c.charCodeAt(0));
+  const inflated = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(inflated).text();
+}
+(async () => {
+  if (typeof DecompressionStream === "undefined") {
+    document.querySelectorAll(".chart").forEach((div) => {
+      div.textContent = "This browser cannot draw the charts (it lacks DecompressionStream).";
+    });
+    return;
+  }
+  (0, eval)(await unpack("charting"));
+  const specs = JSON.parse(await unpack("charts"));
+  specs.forEach((spec, i) => vegaEmbed("#chart" + i, spec, {actions: false}).catch(console.error));
+})();
+"""
+
+
+def packed(text: str) -> str:
+    """`text` gzipped and in base64: how the report carries its scripts and charts."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
+
+
+def html_page(title: str, style: str, parts: list[str], specs: list[dict[str, object]]) -> str:
+    """The document: its parts, then the charting scripts and the charts (Vega-Lite specs, drawn
+    into the `chart<i>` divs), packed."""
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{style}</style></head>\n<body>\n"
+        + "\n".join(parts)
+        + f'\n<script type="application/gzip" id="charting">{packed(_charting_script())}</script>'
+        + f'\n<script type="application/gzip" id="charts">{packed(json.dumps(specs))}</script>'
+        + f'\n<script type="text/javascript">{_DRAW}</script>\n</body></html>\n'
+    )
