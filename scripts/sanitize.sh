@@ -22,8 +22,8 @@ include="$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["include"
 suffix="$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
 build() {  # build SANITIZERS: the scanner into the copy, warnings as errors
   gcc -shared -fPIC -O1 -g -fno-omit-frame-pointer -std=c11 -Wall -Wextra -Werror \
-    -Wno-missing-braces -fsanitize="$1" -fno-sanitize-recover=all -I"$include" \
-    traceview/parse/_scan.c -o "$work/traceview/parse/_scan$suffix"
+    -Wno-missing-braces -ffp-contract=off -fsanitize="$1" -fno-sanitize-recover=all -I"$include" \
+    traceview/parse/_scan.c -o "$work/traceview/parse/_scan$suffix" -lm
 }
 # What every run shares: the copy first on the path; a report ends the process with its own
 # exit code; the scanner's own SIGSEGV/SIGBUS guard (a mapped file cut short) stays its own.

@@ -73,3 +73,13 @@ def test_matches_unit_grid_brute_force(xs, ys):
     assert intersect(a, b).length == len(ca & cb) == overlap_length(a, b) == overlap_length(b, a)
     assert difference(a, b).length == len(ca - cb)
     assert covered(as_pairs(union(*(np.concatenate(p) for p in zip(a, b, strict=True))))) == ca | cb
+
+
+@given(intervals, st.integers(-5, 75), st.integers(0, 30))
+def test_clip_matches_the_unit_grid(xs, lo, width):
+    # clip reads only the intervals that reach into the window (binary search): the same set
+    # as cutting every interval, for windows before, across, inside and after the set.
+    a = union([s for s, _ in xs], [e for _, e in xs])
+    clipped = clip(a, lo, lo + width)
+    assert covered(as_pairs(clipped)) == covered(xs) & set(range(lo, lo + width))
+    assert all(e > s for s, e in as_pairs(clipped))

@@ -104,8 +104,12 @@ def overlap_length(a: IntervalSet, b: IntervalSet) -> int:
 
 
 def clip(a: IntervalSet, lo: int, hi: int) -> IntervalSet:
-    """a ∩ [lo, hi)."""
-    s = np.clip(a.starts, lo, hi)
-    e = np.clip(a.ends, lo, hi)
+    """a ∩ [lo, hi). Only the intervals that reach into the window are touched (found by
+    binary search: a set is sorted), so a window costs its own intervals, not the whole set's —
+    a trace of many steps is not quadratic in them."""
+    first = int(np.searchsorted(a.ends, lo, side="right"))  # the first ending after lo
+    last = int(np.searchsorted(a.starts, hi, side="left"))  # past the last starting before hi
+    s = np.clip(a.starts[first:last], lo, hi)
+    e = np.clip(a.ends[first:last], lo, hi)
     keep = e > s
     return IntervalSet(s[keep], e[keep])

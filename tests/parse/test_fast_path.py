@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -100,6 +102,10 @@ VARIANTS = [
     _event(pid=7.0),
     _event(ts="12.5"),
     _event(ts=12.34567, dur=1.23456),
+    _event(ts=12.0005, dur=0.0015),  # halves of a nanosecond, as float64 holds them
+    '{"ph": "X", "cat": "cpu_op", "name": "x", "ts": 7.12345678901234567890123456789012345678901234567890123456789012345, "dur": 1}',
+    _event(ts=1690000000123456.7891, dur=3.25),  # epoch-sized: read as decimals, cut
+    _event(ts=1690000000123456.789, dur=1.23456),
     _event(ts=1.5e3),
     _event(ts=1690000000123456.789, dur=3.25),
     _event(ts=1690000000123456, dur=3),
@@ -161,3 +167,23 @@ def test_odd_events_read_the_same_both_ways(tmp_path_factory, events, chunk, tai
         assert_same(*both_ways(path))
     finally:
         source_module.CHUNK_SIZE, source_module.READ_SIZE = saved
+
+
+def test_a_trace_rewritten_with_four_decimals_stays_on_the_compiled_path(parser_path, tmp_path):
+    # As a tool that loads a trace and writes it back with Python's json leaves it: times with
+    # a fourth decimal. The compiled scanner reads them as the pure-Python path does (float64,
+    # the fraction's nanoseconds rounded half to even), batch after batch, never falling back.
+    doc = json.loads(gzip.decompress((FIXTURES / "gloo_cpu_w300_rank34.json.gz").read_bytes()))
+    for i, event in enumerate(doc["traceEvents"]):
+        for key in ("ts", "dur"):
+            if isinstance(event.get(key), int | float):
+                event[key] = round(event[key] + (i % 7) * 0.0001 + 0.00005, 4)
+    path = tmp_path / "four.json"
+    path.write_text(json.dumps(doc))
+    assert re.search(r'"ts": \d+\.\d{4}[,}]', path.read_text())  # four decimals, as json writes
+
+    stream = EventStream(ByteSource(path).chunks())
+    kinds = [type(batch).__name__ for batch in stream.batches()]
+    if parser_path == "compiled":
+        assert stream.odd_batches == 0 and kinds[:-1] == ["ScannedBatch"] * (len(kinds) - 1)
+    assert_same(*both_ways(path))

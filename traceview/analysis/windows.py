@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 
 from traceview.algebra import IntervalSet, union
-from traceview.analysis.breakdown import Breakdown, breakdown
+from traceview.analysis.breakdown import Breakdown, breakdown, breakdowns
 from traceview.analysis.spans import kind_set
 from traceview.model import Timeline
 from traceview.model.gpu import device_counts
@@ -73,11 +73,16 @@ def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:
     ProfilerStep span."""
     work = _work(timeline)
     if timeline.mode == "cpu":
-        compute = kind_set(work, "compute")
-        comm = _comm(work, timeline)
+        spans = timeline.step_spans.sort("step")
+        found = breakdowns(
+            kind_set(work, "compute"),
+            _comm(work, timeline),
+            spans["span_start_ns"].to_numpy(),
+            spans["span_end_ns"].to_numpy(),
+        )
         return [
-            StepBreakdown(step=step, breakdown=breakdown(compute, comm, start, end))
-            for step, start, end in timeline.step_spans.sort("step").iter_rows()
+            StepBreakdown(step=step, breakdown=b)
+            for step, b in zip(spans["step"].to_list(), found, strict=True)
         ]
     # Sorted once by step, each step's compute rows before its comm rows, and cut with numpy:
     # hundreds of steps, so a frame or a filter each would cost more than the sums themselves.

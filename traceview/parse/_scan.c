@@ -16,7 +16,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #ifndef _WIN32
 #include <pthread.h>
@@ -408,7 +410,9 @@ static int unescape(Scanner *sc, const Str *s, const char **out, size_t *out_len
 
 typedef struct {
     int integer;            /* no fraction, no exponent */
-    int plain;              /* at most 3 decimals, no exponent, integer part below 2^53 */
+    int plain;              /* no exponent, integer part below 2^53: `ns` holds it */
+    int rounded;            /* plain with more than 3 decimals, below FLOAT_EXACT_NS: `ns` is the
+                               float64's reading, which only the float path shares */
     int fraction;           /* a nonzero fraction */
     int64_t ns;             /* value * 1000, when plain */
     int fits;               /* an integer within int64 (as `value`) */
@@ -422,7 +426,7 @@ static inline int is_end_of_number(unsigned char c) {
 /* A JSON number, strictly by the grammar; a number must be followed by something in the buffer
  * (its last digit may not be the last byte: more digits could follow). */
 static inline __attribute__((always_inline)) int read_number(const unsigned char **pp, const unsigned char *end, Num *n) {
-    const unsigned char *p = *pp;
+    const unsigned char *p = *pp, *start = *pp;
     int neg = 0;
     if (p < end && *p == '-') {
         neg = 1;
@@ -469,11 +473,27 @@ static inline __attribute__((always_inline)) int read_number(const unsigned char
     if (!is_end_of_number(*p)) return ODD;
     n->integer = frac_digits == 0 && !exponent;
     n->fraction = fraction_nonzero;
-    n->plain = !exponent && frac_digits <= 3 && !overflow && whole < (uint64_t)FLOAT_INT_US;
+    n->plain = !exponent && !overflow && whole < (uint64_t)FLOAT_INT_US;
+    n->rounded = 0;
     if (n->plain) {
         for (int k = frac_digits; k < 3; k++) frac *= 10;
-        int64_t ns = (int64_t)whole * 1000 + (int64_t)frac;
+        int64_t ns = (int64_t)whole * 1000 + (int64_t)frac; /* more decimals: cut, as Decimal */
         n->ns = neg ? -ns : ns;
+        if (frac_digits > 3 && ns < FLOAT_EXACT_NS) {
+            if (p - start >= 64) {
+                n->plain = 0; /* digits beyond any float64's: left to Python */
+            } else {
+                /* As the pure-Python path reads it (parse/columns.py nanoseconds): the float64
+                 * nearest the text (strtod and msgspec both round correctly), its whole
+                 * microseconds and its fraction apart, the fraction's ns rounded half to even. */
+                char text[64];
+                memcpy(text, start, (size_t)(p - start));
+                text[p - start] = 0;
+                double us = strtod(text, NULL), w = floor(us);
+                n->ns = (int64_t)w * 1000 + (int64_t)nearbyint((us - w) * 1000.0);
+                n->rounded = 1;
+            }
+        }
     }
     n->fits = n->integer && !overflow && whole <= (uint64_t)INT64_MAX;
     if (n->fits) n->value = neg ? -(int64_t)whole : (int64_t)whole;
@@ -576,7 +596,7 @@ typedef struct {
     Str name, cat;
     int has_name, has_cat;
     int64_t ts, dur;
-    int ts_fraction, ts_big_fraction, dur_big_fraction;
+    int ts_fraction, ts_big_fraction, dur_big_fraction, rounded;
     int64_t ids[5]; /* pid, tid, correlation, device, stream */
     const unsigned char *id_at[5], *id_end[5]; /* a value left to Python */
     const unsigned char *args_at, *args_end; /* NULL when absent or null */
@@ -636,6 +656,7 @@ static int read_time(const unsigned char **pp, const unsigned char *end, Event *
             return OK;
         }
         *out = n.ns;
+        ev->rounded |= n.rounded;
         int big = n.fraction && (n.ns >= FLOAT_EXACT_NS || n.ns <= -FLOAT_EXACT_NS);
         if (is_ts) {
             ev->ts_fraction = n.fraction;
@@ -741,7 +762,7 @@ static int read_event(Scanner *sc, const unsigned char **pp, const unsigned char
     int r;
     /* Each field set here, not the whole struct cleared: this runs once per event. */
     ev->ph = ev->odd_for_complete = ev->has_name = ev->has_cat = 0;
-    ev->ts_fraction = ev->ts_big_fraction = ev->dur_big_fraction = 0;
+    ev->ts_fraction = ev->ts_big_fraction = ev->dur_big_fraction = ev->rounded = 0;
     ev->ts = ev->dur = NONE;
     for (int k = 0; k < 5; k++) {
         ev->ids[k] = NONE;
@@ -807,7 +828,7 @@ typedef struct {
     int status;
     Py_ssize_t close, next; /* the last event's `}`, and where the next one starts */
     int64_t first_ts; /* NONE when no timestamp yet */
-    int any_fraction, big_fraction_ts, big_fraction_dur;
+    int any_fraction, big_fraction_ts, big_fraction_dur, rounded;
     int ended; /* the array's end follows: the rest is the caller's */
     int out_of_memory;
 } Result;
@@ -817,7 +838,7 @@ static void scan(Scanner *sc, const unsigned char *base, Py_ssize_t len, Py_ssiz
     res->status = ST_NEED_MORE;
     res->close = res->next = -1;
     res->first_ts = NONE;
-    res->any_fraction = res->big_fraction_ts = res->big_fraction_dur = 0;
+    res->any_fraction = res->big_fraction_ts = res->big_fraction_dur = res->rounded = 0;
     res->out_of_memory = res->ended = 0;
     for (int c = 0; c < N_COLUMNS; c++) sc->columns[c].len = 0;
     sc->metadata.len = sc->odd_ids.len = 0;
@@ -894,6 +915,7 @@ static void scan(Scanner *sc, const unsigned char *base, Py_ssize_t len, Py_ssiz
                 res->big_fraction_ts |= ev.ts_big_fraction;
             }
             res->big_fraction_dur |= ev.dur_big_fraction;
+            res->rounded |= ev.rounded;
         } else if (ev.ph == 'M') {
             if (vec_push(&sc->metadata, start - base) < 0 || vec_push(&sc->metadata, close + 1 - base) < 0)
                 res->out_of_memory = 1;
@@ -1091,6 +1113,7 @@ static PyStructSequence_Field SCAN_FIELDS[] = {
     {"any_fraction", "a timestamp had a fraction"},
     {"big_fraction_ts", "a timestamp with a fraction beyond float64's exact range"},
     {"big_fraction_dur", "a duration with a fraction beyond float64's exact range"},
+    {"rounded", "a time with more than 3 decimals, read as float64 reads it"},
     {"ended", "the array's end follows the batch"},
     {NULL, NULL},
 };
@@ -1124,12 +1147,13 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *args) {
     for (int c = 0; c < N_COLUMNS && rows > 0; c++) /* no rows: a column may have no buffer yet */
         memcpy(out + c * rows * sizeof(int64_t), sc->columns[c].data, rows * sizeof(int64_t));
     PyObject *first_ts = res.first_ts == NONE ? Py_NewRef(Py_None) : PyLong_FromLongLong(res.first_ts);
-    PyObject *fields = Py_BuildValue("innNNNNNNNNNN", res.status, res.close, res.next, columns,
+    PyObject *fields = Py_BuildValue("innNNNNNNNNNNN", res.status, res.close, res.next, columns,
                                      vec_bytes(&sc->metadata), vec_bytes(&sc->odd_ids),
                                      intern_new(&sc->names), intern_new(&sc->cats), first_ts,
                                      PyBool_FromLong(res.any_fraction),
                                      PyBool_FromLong(res.big_fraction_ts),
-                                     PyBool_FromLong(res.big_fraction_dur), PyBool_FromLong(res.ended));
+                                     PyBool_FromLong(res.big_fraction_dur),
+                                     PyBool_FromLong(res.rounded), PyBool_FromLong(res.ended));
     if (!fields) return NULL;
     PyObject *result = PyStructSequence_New(ScanResultType);
     if (!result) {

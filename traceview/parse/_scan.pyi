@@ -30,6 +30,7 @@ class ScanResult:
     any_fraction: bool
     big_fraction_ts: bool
     big_fraction_dur: bool
+    rounded: bool
     ended: bool
 
 @final
