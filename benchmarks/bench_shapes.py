@@ -1,6 +1,7 @@
-"""`traceview analyze` on trace shapes side by side, at one size: a DDP NCCL trace, a CPU-only
-Gloo trace, and that Gloo trace written back with four-decimal times (as Python's `json` leaves
-a trace a tool has edited), each tiled from a real trace (benchmarks/tile.py) to the same size.
+"""`traceview analyze` on trace shapes side by side, at one size: a DDP NCCL trace (and the same
+gzipped, as most traces are kept), a CPU-only Gloo trace, and that Gloo trace written back with
+four-decimal times (as Python's `json` leaves a trace a tool has edited), each tiled from a real
+trace (benchmarks/tile.py) to the same size.
 
 Each shape's runs alternate with the others' (a shared machine drifts), each its own process;
 the medians are reported with the CPU ratio to the NCCL trace. Run from the repository root:
@@ -12,7 +13,9 @@ the medians are reported with the CPU ratio to the NCCL trace. Run from the repo
 from __future__ import annotations
 
 import argparse
+import gzip
 import re
+import shutil
 import statistics
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -29,6 +32,7 @@ SHAPES = {
     "CPU-only, Gloo": FIXTURES / "gloo_cpu_w300_rank34.json.gz",
 }
 FOUR_DECIMALS = "CPU-only, Gloo, 4-decimal times"
+GZIPPED = "DDP, NCCL, gzip"
 _TIME = re.compile(rb'("(?:ts|dur)": ?)(-?\d+(?:\.\d+)?)(?=[,}])')
 
 
@@ -50,6 +54,11 @@ def build(work: Path, mb: float) -> dict[str, Path]:
     if not four.exists():
         four.write_bytes(_TIME.sub(_fourth_decimal, out["CPU-only, Gloo"].read_bytes()))
     out[FOUR_DECIMALS] = four
+    packed = work / f"{out['DDP, NCCL'].name}.gz"
+    if not packed.exists():
+        with out["DDP, NCCL"].open("rb") as plain, gzip.open(packed, "wb", compresslevel=6) as gz:
+            shutil.copyfileobj(plain, gz, 1 << 20)
+    out[GZIPPED] = packed
     return out
 
 
@@ -73,18 +82,21 @@ def main() -> None:
     def median(shape: str, field: str) -> float:
         return statistics.median(getattr(r, field) for r in runs[shape])
 
-    base = median("DDP, NCCL", "cpu_s")
-    print(f"traceview analyze, {args.repeat} runs each (medians)")
+    base, base_wall = median("DDP, NCCL", "cpu_s"), median("DDP, NCCL", "wall_s")
+    print(f"traceview analyze, {args.repeat} runs each (medians; MB: of JSON, inflated)")
     print(
-        "| shape | MB | wall s | CPU s | MB/s per core | peak RSS MB | RSS / file | CPU vs NCCL |"
+        "| shape | MB | wall s | CPU s | cores | MB/s per core | peak RSS MB | RSS / MB "
+        "| CPU vs NCCL | wall vs NCCL |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for shape, path in traces.items():
-        size = path.stat().st_size / MB
-        cpu, rss = median(shape, "cpu_s"), median(shape, "peak_rss_mb")
+        size = (path.with_suffix("") if shape == GZIPPED else path).stat().st_size / MB
+        cpu, wall = median(shape, "cpu_s"), median(shape, "wall_s")
+        rss = median(shape, "peak_rss_mb")
         print(
-            f"| {shape} | {size:,.0f} | {median(shape, 'wall_s'):.2f} | {cpu:.2f} | "
-            f"{size / cpu:,.0f} | {rss:,.0f} | {rss / size:.2f} | {cpu / base:.2f}× |"
+            f"| {shape} | {size:,.0f} | {wall:.2f} | {cpu:.2f} | {cpu / wall:.2f} | "
+            f"{size / cpu:,.0f} | {rss:,.0f} | {rss / size:.2f} | {cpu / base:.2f}× | "
+            f"{wall / base_wall:.2f}× |"
         )
 
 

@@ -141,3 +141,37 @@ def test_a_file_that_cannot_be_mapped_is_read(monkeypatch):
     chunks = list(ByteSource(path).chunks(mapped=True))
     assert not any(isinstance(c, Mapped) for c in chunks)
     assert b"".join(bytes(c) for c in chunks) == path.read_bytes()
+
+
+def test_gzip_is_inflated_on_a_thread_of_its_own(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setattr(source_module, "READ_SIZE", 1000)
+    monkeypatch.setattr(source_module, "CHUNK_SIZE", 1000)
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(_content(50_000)))
+    # The reader stops after two chunks: the inflating thread is stopped with it, not left.
+    before = threading.active_count()
+    chunks = ByteSource(path).chunks()
+    assert all(0 < len(next(chunks)) <= 1000 for _ in range(2))
+    assert any(t.name == "traceview-inflate" for t in threading.enumerate())
+    chunks.close()
+    assert threading.active_count() == before
+    # What the thread meets (corrupt data in the middle) is raised to the reader, in one line.
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 40] = bytes(40)
+    path.write_bytes(bytes(data))
+    with pytest.raises(Exception, match="corrupt gzip data"):
+        b"".join(bytes(c) for c in ByteSource(path).chunks())
+    assert threading.active_count() == before
+
+
+def test_the_thread_hands_on_what_it_raises():
+    def failing():
+        yield b"a"
+        raise ValueError("from the thread")
+
+    got = source_module.inflated_ahead(failing())
+    assert next(got) == b"a"
+    with pytest.raises(ValueError, match="from the thread"):
+        next(got)
