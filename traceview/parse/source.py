@@ -116,7 +116,9 @@ class ByteSource:
                     yield from self._mapped(mapping, 0, CHUNK_SIZE, progress)
                     return
             if self.compressed:  # inflated on a thread of its own, beside the scanning
-                chunks: Iterator[Chunk] = inflated_ahead(self._gunzip(f, first, progress))
+                chunks: Iterator[bytes | memoryview] = inflated_ahead(
+                    self._gunzip(f, first, progress)
+                )
             else:
                 chunks = self._plain(f, first, progress)
             for chunk in chunks:
