@@ -278,3 +278,24 @@ def test_every_page_opens_on_the_same_run(monkeypatch):
         at = page(name, SWEEP, monkeypatch)
         chosen[name] = next(box.value for box in at.selectbox if box.label == "run")
     assert set(chosen.values()) == {"cpu_sweep/ddp-dp4"}
+
+
+def test_the_timeline_of_many_ranks_draws_the_slowest_median_and_fastest(monkeypatch, tmp_path):
+    # Six ranks of one job, rank r's step-1 kernel [80,130) stretched by (5 - r) × 20 µs past
+    # the all-reduce's end (140): rank 0 the slowest, rank 5 the fastest, and of the windows in
+    # order (ranks 5, 4, 3, 2, 1, 0) the middle one, rank 2.
+    job = tmp_path / "job"
+    job.mkdir()
+    stretched = "void at::native::elementwise_kernel<128, 4>"
+    for rank in range(6):
+        events = [
+            {**e, "dur": e["dur"] + 20 * (5 - rank)} if e.get("name") == stretched else e
+            for e in tb.gpu_example(group=6)
+        ]
+        tb.write(job / f"rank{rank}.json", tb.document(events, rank=rank, world=6))
+    at = page("timeline", tmp_path, monkeypatch, run="job")
+    ranks = next(box for box in at.multiselect if box.label == "ranks")
+    assert ranks.value == [0, 2, 5]
+    drawn = {row.split(" · ")[0] for row in tables(at, 0)[0].column("row").to_pylist()}
+    assert drawn == {"rank 0", "rank 2", "rank 5"}  # only theirs read and sent
+    assert any("the slowest, the median and the fastest" in c.value for c in at.caption)

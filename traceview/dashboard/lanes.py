@@ -67,13 +67,14 @@ def _library(call: str | None, backend: str | None) -> str:
 
 
 def timeline_frame(
-    job: Job, step: int, width_px: int = 1200, ranks: int | None = None
+    job: Job, step: int, width_px: int = 1200, ranks: Sequence[int] | None = None
 ) -> tuple[pl.DataFrame, bool]:
     """rank, row, lane, kind, name, start_ms, end_ms of one step (ms from the step's earliest
     start): per rank its overlap and exposed tracks, its collectives (waiting | transfer where
     ranks are aligned, else collective) and its lanes. Work of one lane and kind closer than one
     pixel of `width_px` across the step is one bar, its name saying how many it joins (True is
-    returned when any was joined). `ranks`: the job's first so many ranks only."""
+    returned when any was joined). `ranks`: the positions (in `job.ranks`) of the ranks drawn,
+    only whose intervals are read; all by default."""
     parts = []
     # The job's intervals, read from its traces (or store) when first asked for.
     intervals = job.intervals if ranks is None else job.intervals_of(ranks)
@@ -108,6 +109,26 @@ def timeline_frame(
         end_ms=(pl.col("end_ns") - origin) / 1e6,
     )
     return frame.select(list(TIMELINE_SCHEMA)).cast(TIMELINE_SCHEMA), joined  # type: ignore[arg-type]
+
+
+SHOWN_AT_ONCE = 4  # a job of more ranks shows a few of them first
+
+
+def default_ranks(job: Job, step: int) -> list[int]:
+    """The positions of the ranks a step's timeline shows first: every rank of a small job; of a
+    larger one the slowest, the median and the fastest rank at that step (by its window) — the
+    lanes of 1,024 ranks fit no page, and these three say the most."""
+    if len(job.ranks) <= SHOWN_AT_ONCE:
+        return list(range(len(job.ranks)))
+    timed = sorted(
+        (s.breakdown.window_ns, i)
+        for i, r in enumerate(job.ranks)
+        for s in r.steps
+        if s.step == step
+    )
+    if not timed:
+        return list(range(SHOWN_AT_ONCE))
+    return list(dict.fromkeys([timed[-1][1], timed[len(timed) // 2][1], timed[0][1]]))
 
 
 def row_order(frame: pl.DataFrame) -> list[str]:

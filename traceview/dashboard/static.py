@@ -203,7 +203,9 @@ def _timeline(doc: _Doc, job: Job) -> None:
         return
     step = steps[len(steps) // 2]
     try:
-        frame, joined = timeline_frame(job, step, width_px=CHART_WIDTH, ranks=TIMELINE_RANKS)
+        frame, joined = timeline_frame(
+            job, step, width_px=CHART_WIDTH, ranks=range(min(TIMELINE_RANKS, len(job.ranks)))
+        )
     except TraceviewError as e:
         doc.add(f"<p>Timeline left out: {_e(e.message)}.</p>")
         return

@@ -110,16 +110,17 @@ class Job:
         """The model of every rank as one table (traceview/tables.py INTERVALS_SCHEMA, with its
         `rank` column). Ranks loaded without theirs (keep_intervals) are read again for them
         when first asked for."""
-        return self.intervals_of(len(self.ranks))
+        return self.intervals_of(range(len(self.ranks)))
 
-    def intervals_of(self, count: int) -> pl.DataFrame:
-        """The intervals of the job's first `count` ranks only (as `intervals`): what a chart of
-        a few ranks reads of a job of many."""
-        frames = [r.intervals for r in self.ranks[:count]]
-        missing = [i for i, f in enumerate(frames) if f is None]
+    def intervals_of(self, positions: Sequence[int]) -> pl.DataFrame:
+        """The intervals of the ranks at these positions of `ranks` only (as `intervals`): what
+        a chart of a few ranks reads of a job of many, read where they were not kept."""
+        frames = [self.ranks[i].intervals for i in positions]
+        missing = [k for k, f in enumerate(frames) if f is None]
         if missing:
-            for i, frame in zip(missing, self._read_intervals(missing), strict=True):
-                frames[i] = frame
+            read = self._read_intervals([positions[k] for k in missing])
+            for k, frame in zip(missing, read, strict=True):
+                frames[k] = frame
         kept = [f for f in frames if f is not None]
         return pl.concat(kept) if kept else pl.DataFrame(schema=INTERVALS_SCHEMA)
 

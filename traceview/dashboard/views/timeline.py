@@ -1,8 +1,9 @@
 import streamlit as st
 
 from traceview.dashboard import charts
-from traceview.dashboard.lanes import row_order, timeline_frame
-from traceview.dashboard.ui import pick_run
+from traceview.dashboard.frames import rank_label
+from traceview.dashboard.lanes import SHOWN_AT_ONCE, default_ranks, row_order, timeline_frame
+from traceview.dashboard.ui import guarded, pick_run
 
 st.title("Timeline")
 picked = pick_run()
@@ -13,16 +14,34 @@ if picked:
         st.info("This run has no profiler steps to show.")
     else:
         step = st.sidebar.selectbox("step", steps)
-        frame, joined = timeline_frame(job, step)
-        st.altair_chart(charts.timeline_chart(frame, row_order(frame)), width="stretch")
-        st.caption(
-            "Per rank: its overlap and exposed-communication tracks, its collectives (waiting "
-            "for the last rank to arrive, then transfer, where the ranks' clocks are aligned), "
-            "and its lanes named by what they do. Drag to pan, scroll to zoom."
-            + (
-                " Work closer together than one pixel is drawn as one bar (hover says how "
-                "many); `traceview export` writes every interval for Perfetto."
-                if joined
+        labels = [rank_label(r.rank) for r in job.ranks]
+        # Only the chosen ranks' intervals are read: a job of many ranks shows a few first.
+        chosen = st.sidebar.multiselect(
+            "ranks",
+            list(range(len(job.ranks))),
+            default=default_ranks(job, step),
+            format_func=labels.__getitem__,
+        )
+        drawn = guarded(run, lambda: timeline_frame(job, step, ranks=chosen)) if chosen else None
+        if not chosen:
+            st.info("Choose the ranks to draw in the sidebar.")
+        elif drawn is not None:
+            frame, joined = drawn
+            st.altair_chart(charts.timeline_chart(frame, row_order(frame)), width="stretch")
+            shown = (
+                f"Of {len(job.ranks)} ranks, the slowest, the median and the fastest at this "
+                "step (by its window) are drawn first; choose others in the sidebar. "
+                if len(job.ranks) > SHOWN_AT_ONCE
                 else ""
             )
-        )
+            st.caption(
+                shown + "Per rank: its overlap and exposed-communication tracks, its collectives "
+                "(waiting for the last rank to arrive, then transfer, where the ranks' clocks "
+                "are aligned), and its lanes named by what they do. Drag to pan, scroll to zoom."
+                + (
+                    " Work closer together than one pixel is drawn as one bar (hover says how "
+                    "many); `traceview export` writes every interval for Perfetto."
+                    if joined
+                    else ""
+                )
+            )
