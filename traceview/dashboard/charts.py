@@ -8,6 +8,9 @@ import altair as alt
 import polars as pl
 
 from traceview.dashboard.frames import rank_words
+from traceview.dashboard.lanes import COLLECTIVE, TRANSFER, WAITING
+
+QUEUED = "queued"  # a call launched, not yet started
 
 AnyChart = alt.Chart | alt.LayerChart | alt.FacetChart
 
@@ -19,12 +22,11 @@ KIND_COLORS = {
     "memory": "#9d9d9d",
     "overlap": "#54a24b",
     "exposed comm": "#e45756",
-    "collective": "#f58518",
-    "waiting for peers": "#fdd49e",
-    "transfer": "#b35806",
-    "queued": "#e0e0e0",
+    COLLECTIVE: "#f58518",
+    WAITING: "#fdd49e",
+    TRANSFER: "#b35806",
+    QUEUED: "#e0e0e0",
 }
-QUEUED = "queued"
 PART_COLORS = {
     "compute only": "#4c78a8",
     "overlap": "#54a24b",
@@ -283,13 +285,13 @@ def bucket_timeline_chart(calls: pl.DataFrame) -> AnyChart:
         [
             rows.with_columns(part=pl.lit(QUEUED), x=pl.col("ready_ms"), x2=pl.col("start_ms")),
             rows.filter(aligned).with_columns(
-                part=pl.lit("waiting for peers"), x=pl.col("start_ms"), x2=pl.col("arrived_ms")
+                part=pl.lit(WAITING), x=pl.col("start_ms"), x2=pl.col("arrived_ms")
             ),
             rows.filter(aligned).with_columns(
-                part=pl.lit("transfer"), x=pl.col("arrived_ms"), x2=pl.col("end_ms")
+                part=pl.lit(TRANSFER), x=pl.col("arrived_ms"), x2=pl.col("end_ms")
             ),
             rows.filter(~aligned).with_columns(
-                part=pl.lit("collective"), x=pl.col("start_ms"), x2=pl.col("end_ms")
+                part=pl.lit(COLLECTIVE), x=pl.col("start_ms"), x2=pl.col("end_ms")
             ),
         ]
     ).filter(pl.col("x2") > pl.col("x"))

@@ -78,19 +78,16 @@ def _e(value: object) -> str:
     return html.escape(str(value))
 
 
-def _names(runs: Runs) -> dict[str, str]:
-    """Each run's name relative to what the runs share (a sweep's run: 'ddp-dp2')."""
-    full = [job.name for job in runs.jobs]
-    if len(full) == 1:
-        return {full[0]: Path(full[0]).name}
-    base = os.path.commonpath([os.path.abspath(n) for n in full])
-    return {n: os.path.relpath(os.path.abspath(n), base) for n in full}
-
-
 def _root(runs: Runs) -> str:
     """The folder the runs share, which their names are said relative to."""
     full = [os.path.abspath(job.name) for job in runs.jobs]
     return os.path.commonpath(full) if len(full) > 1 else os.path.dirname(full[0]) if full else ""
+
+
+def _names(runs: Runs) -> dict[str, str]:
+    """Each run's name relative to what the runs share (a sweep's run: 'ddp-dp2')."""
+    root = _root(runs)
+    return {job.name: os.path.relpath(os.path.abspath(job.name), root) for job in runs.jobs}
 
 
 def _anchor(i: int) -> str:
@@ -160,8 +157,7 @@ _SUMMARY_HEAD = [
 ]  # fmt: skip
 
 
-def _most_exposed(job: Job) -> str:
-    calls = calls_frame(job)
+def _most_exposed(calls: pl.DataFrame) -> str:
     share = pl.col("exposed_share_us")
     if calls.height == 0 or calls.select(share.sum()).item() == 0:
         return "<p>No collective left exposed.</p>"
@@ -249,7 +245,8 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     else:
         doc.add("<p>No profiler steps in these traces (ProfilerStep#N).</p>")
     doc.add("<h3>Most exposed collectives</h3>")
-    doc.add(_most_exposed(job))
+    calls = calls_frame(job)
+    doc.add(_most_exposed(calls))
     doc.add("<h3>One step's timeline</h3>")
     _timeline(doc, job)
     memory = memory_frame(job)
@@ -257,7 +254,6 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
         doc.add("<h3>Model states beside the ZeRO theory</h3>")
         memory = _first_ranks(memory, doc, memory["rank"].n_unique())
         doc.chart(charts.memory_chart(memory))
-    calls = calls_frame(job)
     if calls.height and calls["mb"].drop_nulls().len():
         doc.add("<h3>Collectives: size and duration</h3>")
         doc.chart(charts.size_vs_duration_chart(calls))

@@ -13,8 +13,8 @@ job = picked[1] if picked else None
 frame = memory_frame(job) if job else None
 run = job.run if job else None
 # The calculator starts from the chosen run: its Ψ, precision, DP degree and strategy.
-psi = run.num_params if run else 1_000_000_000
-dp = run.world_size if run else 8
+psi = max(run.num_params, 1_000) if run else 1_000_000_000  # within the inputs' bounds
+dp = max(run.world_size, 1) if run else 8
 precision: traceview.Precision = (
     frame["precision"][0] if frame is not None and frame.height else None
 ) or "fp32"
