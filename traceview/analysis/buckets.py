@@ -20,9 +20,10 @@ def label_buckets(calls: pl.DataFrame, buckets: list[Bucket] | None) -> pl.DataF
     if not buckets or calls.height == 0:
         return calls.with_columns(bucket=pl.lit(None, pl.Int64))
     sizes = [b.bytes for b in sorted(buckets, key=lambda b: b.index)]
-    steps = _gradient_steps(calls)
-    labelled = [rows for rows in steps if rows["bytes"].to_list() == sizes]
-    return _with_buckets(calls, labelled)
+    grads = _gradient_steps(calls)
+    steps = _step_sizes(grads)
+    matching = steps.filter(pl.Series([s == sizes for s in steps["sizes"].to_list()]))
+    return _with_buckets(calls, grads.join(matching, on=["rank", "step"], how="semi"))
 
 
 def label_repeated_buckets(calls: pl.DataFrame) -> pl.DataFrame:
@@ -30,30 +31,34 @@ def label_repeated_buckets(calls: pl.DataFrame) -> pl.DataFrame:
     every step of every rank (two or more in all) launches the same number of backward
     all-reduces of the same sizes in the same order — DDP's buckets, fixed after its first
     step — the k-th of a step is bucket k."""
-    steps = [rows for rows in _gradient_steps(calls) if rows.height]
-    patterns = {tuple(rows["bytes"].to_list()) for rows in steps}
+    grads = _gradient_steps(calls)
+    steps = _step_sizes(grads)["sizes"].to_list()
+    patterns = {tuple(sizes) for sizes in steps}
     if len(steps) < 2 or len(patterns) != 1 or None in next(iter(patterns)):
         return calls.with_columns(bucket=pl.lit(None, pl.Int64))
-    return _with_buckets(calls, steps)
+    return _with_buckets(calls, grads)
 
 
-def _gradient_steps(calls: pl.DataFrame) -> list[pl.DataFrame]:
-    """Each rank and step's backward all-reduces, in launch order."""
+def _gradient_steps(calls: pl.DataFrame) -> pl.DataFrame:
+    """Each rank and step's backward all-reduces, in launch order, numbered within their step
+    (`bucket`: 0, 1, …) — one frame, not one per step: a job of 1,024 ranks has thousands."""
     grads = calls.filter(
         pl.col("backward") & (pl.col("collective") == "all_reduce") & pl.col("step").is_not_null()
     )
-    ordered = grads.sort("ready_ns", "start_ns").group_by("rank", "step", maintain_order=True)
-    return [rows for _, rows in ordered]
+    return grads.sort("ready_ns", "start_ns", maintain_order=True).with_columns(
+        bucket=pl.int_range(pl.len(), dtype=pl.Int64).over("rank", "step")
+    )
 
 
-def _with_buckets(calls: pl.DataFrame, steps: list[pl.DataFrame]) -> pl.DataFrame:
-    if not steps:
+def _step_sizes(grads: pl.DataFrame) -> pl.DataFrame:
+    """rank, step, sizes: each step's message sizes in launch order."""
+    return grads.group_by("rank", "step", maintain_order=True).agg(sizes=pl.col("bytes"))
+
+
+def _with_buckets(calls: pl.DataFrame, numbered: pl.DataFrame) -> pl.DataFrame:
+    if numbered.height == 0:
         return calls.with_columns(bucket=pl.lit(None, pl.Int64))
-    numbered = [
-        rows.select("rank", "index", bucket=pl.int_range(pl.len(), dtype=pl.Int64))
-        for rows in steps
-    ]
-    return calls.join(pl.concat(numbered), on=["rank", "index"], how="left")
+    return calls.join(numbered.select("rank", "index", "bucket"), on=["rank", "index"], how="left")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -60,30 +60,20 @@ def _ms(ns: float) -> float:
 def backward_tail(job: JobReport, name: str, strategy: str | None = None) -> Finding | None:
     """Exposed gradient communication that runs after the backward pass's compute ended: the
     last buckets (or FSDP units) are launched too late to hide behind anything."""
-    rows = []
-    for r in job.ranks:
-        ends = {t.step: t.backward_end_ns for t in r.backward_tails}
-        if not ends or r.calls.height == 0:
-            continue
-        grads = r.calls.filter(
-            pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES)
-        ).filter(pl.col("step").is_in(list(ends)))
-        # Each call's share of the exposed time: concurrent calls counted once.
-        for step, end_ns, exposed, module in grads.select(
-            "step", "end_ns", "exposed_share_ns", "module"
-        ).iter_rows():
-            rows.append((exposed or 0, end_ns > ends[step], module))
-    exposed = sum(e for e, _, _ in rows)
-    tail = sum(e for e, late, _ in rows if late)
+    late = _gradient_exposure(job)
+    exposed = int(late["exposed"].sum())
+    tail = int(late.filter("late")["exposed"].sum())
     window = _window_ns(job)
     if not window or exposed < MATERIAL_SHARE * window or tail < TAIL_SHARE * exposed:
         return None
     steps = sum(len(r.backward_tails) for r in job.ranks)
-    late_by_module: dict[str, int] = {}
-    for e, late, module in rows:
-        if late and module is not None:
-            late_by_module[module] = late_by_module.get(module, 0) + e
-    last = max(late_by_module, key=late_by_module.__getitem__) if late_by_module else None
+    by_module = (
+        late.filter(pl.col("late") & pl.col("module").is_not_null())
+        .group_by("module")
+        .agg(pl.col("exposed").sum())
+        .sort("exposed", "module", descending=[True, False])
+    )
+    last = by_module["module"][0] if by_module.height else None
     return Finding(
         rule="backward_tail",
         job=name,
@@ -101,6 +91,32 @@ def backward_tail(job: JobReport, name: str, strategy: str | None = None) -> Fin
             **({"last_unit": last} if last else {}),
         },
     )
+
+
+def _gradient_exposure(job: JobReport) -> pl.DataFrame:
+    """exposed, late, module: each gradient collective of a step whose backward end is known,
+    its share of the exposed time (concurrent calls counted once) and whether it ended after
+    the backward pass's compute — all ranks in one frame (a frame per rank costs seconds at
+    1,024 ranks)."""
+    ends, calls = [], []
+    for at, r in enumerate(job.ranks):
+        if r.backward_tails and r.calls.height:
+            ends += [(at, t.step, t.backward_end_ns) for t in r.backward_tails]
+            calls.append(r.calls.select("step", "end_ns", "exposed_share_ns", "module",
+                                        "backward", "collective", at=pl.lit(at)))  # fmt: skip
+    schema = {"exposed": pl.Int64, "late": pl.Boolean, "module": pl.String}
+    if not calls:
+        return pl.DataFrame(schema=schema)
+    backward = pl.DataFrame(ends, schema=["at", "step", "backward_end_ns"], orient="row")
+    grads = pl.concat(calls).filter(
+        pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES)
+    )
+    joined = grads.join(backward.cast({"at": pl.Int32}), on=["at", "step"])
+    return joined.select(
+        exposed=pl.col("exposed_share_ns").fill_null(0),
+        late=pl.col("end_ns") > pl.col("backward_end_ns"),
+        module=pl.col("module").cast(pl.String),
+    ).cast(schema)  # type: ignore[arg-type]
 
 
 def _earlier_gradients(strategy: str | None, unit: str | None) -> str:

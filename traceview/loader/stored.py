@@ -6,8 +6,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import polars as pl
+
+from traceview.errors import TraceviewError
 from traceview.loader.parallel import DoneFn, Options, Outcome, guarded
-from traceview.store.partition import check_pattern, read_partition, read_stored
+from traceview.store.partition import (
+    Stored,
+    check_pattern,
+    read_partition,
+    read_stored,
+    read_tables,
+)
+from traceview.tables import CALLS_SCHEMA, STEPS_SCHEMA
+
+BATCH = 256  # partitions whose tables are read in one go (progress is told after each)
+_READ_TOGETHER = {"steps": STEPS_SCHEMA, "calls": CALLS_SCHEMA}
 
 
 def read_partitions(
@@ -16,15 +29,43 @@ def read_partitions(
     if partitions:  # the usual mismatch (a whole store, another pattern): said once
         check_pattern(read_stored(partitions[0]), partitions[0], options.comm_pattern)
     outcomes: list[Outcome] = []
-    for i, folder in enumerate(partitions):
-        outcomes.append(
-            guarded(
-                folder,
-                lambda f=folder: read_partition(  # type: ignore[misc]
-                    f, keep_intervals=options.keep_intervals, comm_pattern=options.comm_pattern
-                ),
+    for first in range(0, len(partitions), BATCH):
+        batch = partitions[first : first + BATCH]
+        summaries, tables = _read_batch(batch)
+        for folder, stored, own in zip(batch, summaries, tables, strict=True):
+            outcomes.append(
+                guarded(
+                    folder,
+                    lambda f=folder, s=stored, t=own: read_partition(  # type: ignore[misc]
+                        f,
+                        keep_intervals=options.keep_intervals,
+                        comm_pattern=options.comm_pattern,
+                        stored=s,
+                        tables=t,
+                    ),
+                )
             )
-        )
-        if on_done:
-            on_done(i + 1, len(partitions), outcomes[-1])
+            if on_done:
+                on_done(len(outcomes), len(partitions), outcomes[-1])
     return outcomes
+
+
+def _read_batch(
+    folders: Sequence[Path],
+) -> tuple[list[Stored | None], list[dict[str, pl.DataFrame]]]:
+    """The batch's summaries, and (where every summary was read) its steps and calls tables
+    read together; what is not read here each partition reads alone, saying its own error."""
+    summaries: list[Stored | None] = []
+    for folder in folders:
+        try:
+            summaries.append(read_stored(folder))
+        except TraceviewError:
+            summaries.append(None)
+    tables: list[dict[str, pl.DataFrame]] = [{} for _ in folders]
+    if all(summaries):
+        ranks = [s.report.rank for s in summaries if s is not None]
+        for name, schema in _READ_TOGETHER.items():
+            read = read_tables(folders, ranks, name, schema)
+            for own, table in zip(tables, read or [], strict=False):
+                own[name] = table
+    return summaries, tables
