@@ -1,13 +1,17 @@
 """The dashboard as a user meets it: from `traceview dashboard FOLDER` to the first page drawn in
-a real browser (headless Debian Chromium), then each other page, and the server's memory.
+a real browser (headless Debian Chromium), then each other page: its time, the bytes the server
+sent the browser for it, and the server's memory.
 
 Each repeat starts a fresh server (nothing cached), times from the moment the process is started
 to the Scaling page's title and charts on screen, then opens every other page in the same
-session; the server (and the processes it started) is stopped by its id at the end. Run from the
-repository root, on a folder of runs (the demo's sweep by default):
+session (a page is drawn when its charts are on screen and the server has finished its script);
+the server (and the processes it started) is stopped by its id at the end. Run from the
+repository root, on a folder of runs (the demo's sweep by default), or on a store of a job of
+many ranks it synthesizes (benchmarks/bench_store.py's tiled NCCL ranks; kept between runs):
 
     .venv/bin/python benchmarks/bench_dashboard.py                       # demo_out/sweep, 3 times
     .venv/bin/python benchmarks/bench_dashboard.py sample_traces --repeat 5
+    .venv/bin/python benchmarks/bench_dashboard.py --ranks 1024 --mb 8   # a 1,024-rank store
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
-# Each page and the charts it draws with data on a sweep (the Runs page: its table).
-PAGES = {"": 3, "timeline": 1, "overlap": 1, "buckets": 2, "memory": 1, "runs": 0}
+# Each page and the fewest charts it draws with data (the Runs page: its table; Memory: none
+# without run records).
+PAGES = {"": 2, "timeline": 1, "overlap": 1, "buckets": 1, "memory": 0, "runs": 0}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]
 WAIT_MS = 300_000
 
@@ -52,15 +57,32 @@ def _rss_mb(pid: int) -> float:
 
 
 def _drawn(page, url: str, charts: int) -> None:
+    """Opened, its script run to the end (Streamlit's own mark on the app), and every chart it
+    sent drawn (each Vega view holding its SVG or canvas)."""
     page.goto(url)
+    page.wait_for_function(
+        f"""(() => {{
+            const app = document.querySelector("[data-testid='stApp']");
+            if (!app || app.getAttribute("data-test-script-state") !== "notRunning") return false;
+            const views = [...document.querySelectorAll(".vega-embed")];
+            return views.length >= {charts} && views.every(v => v.querySelector("svg, canvas"));
+        }})()""",
+        timeout=WAIT_MS,
+    )
     page.wait_for_selector("h1", timeout=WAIT_MS)
-    if charts:
-        page.wait_for_function(
-            f"document.querySelectorAll('.vega-embed svg, .vega-embed canvas').length >= {charts}",
-            timeout=WAIT_MS,
-        )
-    else:
+    if url.endswith("/runs"):
         page.wait_for_selector("[data-testid='stDataFrame']", timeout=WAIT_MS)
+
+
+class Received:
+    """Bytes the browser received over the page's websocket (Streamlit's messages: the data)."""
+
+    def __init__(self, page) -> None:
+        self.bytes = 0
+        page.on("websocket", lambda ws: ws.on("framereceived", self._add))
+
+    def _add(self, payload: bytes | str) -> None:
+        self.bytes += len(payload)
 
 
 def once(folder: Path, browser) -> dict[str, float]:
@@ -82,28 +104,53 @@ def once(folder: Path, browser) -> dict[str, float]:
                 time.sleep(0.05)
         up = time.monotonic() - started
         page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        received = Received(page)
         times = {"server up": up}
+        sent: dict[str, float] = {}
+        rss = 0.0
         for path, charts in PAGES.items():
-            begun = time.monotonic()
+            begun, before = time.monotonic(), received.bytes
             _drawn(page, f"http://127.0.0.1:{port}/{path}", charts)
             name = path or "scaling"
             times[name] = time.monotonic() - begun
+            sent[f"{name} MB sent"] = (received.bytes - before) / 1e6
+            rss = max(rss, _rss_mb(server.pid))
             if not path:
                 times["first page from start"] = time.monotonic() - started
-        times["server RSS MB"] = _rss_mb(server.pid)
         page.close()
-        return times
+        return {**times, **sent, "server RSS MB (largest)": rss}
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def many_rank_store(ranks: int, mb: float) -> Path:
+    """bench_out/dashboard/store-<ranks>x<mb>MB: a store of one job of `ranks` tiled NCCL rank
+    traces (made once, kept)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from bench_store import synthesize
+
+    out = ROOT / "bench_out" / "dashboard"
+    store = out / f"store-{ranks}x{mb:g}MB"
+    if not store.exists():
+        job = synthesize(out / f"traces-{ranks}", ranks, mb)
+        partial = store.with_name(store.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        command = [sys.executable, "-m", "traceview", "ingest", str(job), "--store", str(partial)]
+        subprocess.run(command, check=True)
+        partial.rename(store)
+        shutil.rmtree(job)  # the store holds what the dashboard reads
+    return store
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folder", nargs="?", default=str(ROOT / "demo_out" / "sweep"))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--ranks", type=int, help="a store of a job of this many ranks instead")
+    parser.add_argument("--mb", type=float, default=8, help="about this many MB per rank trace")
     args = parser.parse_args()
-    folder = Path(args.folder)
+    folder = many_rank_store(args.ranks, args.mb) if args.ranks else Path(args.folder)
     if not folder.is_dir():
         raise SystemExit(f"{folder}: no such folder (bash scripts/demo.sh makes demo_out/sweep)")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -122,7 +169,7 @@ def main() -> int:
     print(f"dashboard on {folder} ({args.repeat} fresh servers; seconds, min / median / max)")
     for key in runs[0]:
         values = [r[key] for r in runs]
-        fmt = "{:,.0f}" if key.endswith("MB") else "{:.2f}"
+        fmt = "{:,.0f}" if "RSS" in key else "{:.2f}"
         said = " / ".join(fmt.format(v) for v in (min(values), statistics.median(values),
                                                  max(values)))  # fmt: skip
         print(f"  {key:<24} {said}")

@@ -294,8 +294,19 @@ def test_the_timeline_of_many_ranks_draws_the_slowest_median_and_fastest(monkeyp
         ]
         tb.write(job / f"rank{rank}.json", tb.document(events, rank=rank, world=6))
     at = page("timeline", tmp_path, monkeypatch, run="job")
-    ranks = next(box for box in at.multiselect if box.label == "ranks")
+    ranks = next(box for box in at.multiselect if box.label == "ranks drawn")
     assert ranks.value == [0, 2, 5]
-    drawn = {row.split(" · ")[0] for row in tables(at, 0)[0].column("row").to_pylist()}
+    # The overview first: a cell per rank and step, each rank's own window; rank 0's the longest.
+    (cells,) = tables(at, 0)
+    assert cells.num_rows == 6 * len(set(cells.column("step").to_pylist()))
+    longest = max(cells.to_pylist(), key=lambda c: c["value"])
+    assert longest["rank"] == 0 and longest["first"] == 0 and longest["end"] == 1
+    drawn = {row.split(" · ")[0] for row in tables(at, 1)[0].column("row").to_pylist()}
     assert drawn == {"rank 0", "rank 2", "rank 5"}  # only theirs read and sent
     assert any("the slowest, the median and the fastest" in c.value for c in at.caption)
+    # The other pages draw the same three in full; their tables hold every rank.
+    overlap = page("overlap", tmp_path, monkeypatch, run="job")
+    bars = tables(overlap, 1)[0].column("rank").to_pylist()
+    assert set(bars) == {0, 2, 5}
+    buckets = page("buckets", tmp_path, monkeypatch, run="job")
+    assert set(tables(buckets, 0)[0].column("rank").to_pylist()) == {0, 2, 5}

@@ -3,6 +3,7 @@
 import base64
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -111,12 +112,14 @@ def test_report_under_an_address_space_limit(tmp_path, hard):
 
     out = tmp_path / "report.html"
     out.write_text("kept")
+    cold = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}  # the scripts to be made
     done = subprocess.run(
         [sys.executable, "-m", "traceview", "report", str(SWEEP / "ddp-dp2"), "-o", str(out)],
         capture_output=True,
         text=True,
         preexec_fn=limited,
         timeout=300,
+        env=cold,
     )
     if hard:
         assert done.returncode == 2, done.stderr
@@ -125,3 +128,19 @@ def test_report_under_an_address_space_limit(tmp_path, hard):
     else:
         assert done.returncode == 0, done.stderr
         assert "vegaEmbed" in unpacked(out.read_text(), "charting")
+
+
+def test_the_charting_scripts_are_made_once_and_a_damaged_copy_again(tmp_path, monkeypatch):
+    from traceview.dashboard import htmlpage
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    made = htmlpage.packed_charting_script()
+    (kept,) = (tmp_path / "traceview").iterdir()
+    assert (
+        kept.read_text() == made and "vegaEmbed" in gzip.decompress(base64.b64decode(made)).decode()
+    )
+    kept.write_text(made[: len(made) // 2 // 4 * 4])  # cut: still base64, no longer whole
+    assert htmlpage.packed_charting_script() == made and kept.read_text() == made
+    # Where the cache cannot be written, the scripts are made each time, and nothing fails.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(kept))  # a file, not a folder
+    assert htmlpage.packed_charting_script() == made

@@ -56,7 +56,7 @@ _MORE = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a67
 ROW_PX = 22  # one lane or bar of a horizontal chart
 # As wide as the page; the height is the plot's own (Streamlit's default, fit, squeezes the
 # plot into the height given, axes and title included).
-_FULL_WIDTH = {
+FULL_WIDTH = {
     "width": "container",
     "autosize": alt.AutoSizeParams(type="fit-x", contains="padding"),
 }
@@ -152,7 +152,7 @@ def efficiency_chart(scaling: pl.DataFrame, predicted: pl.DataFrame | None = Non
         )
     return alt.layer(*layers).properties(
         title="Efficiency vs DP degree (dashed: predicted; ringed: noisy, see the caveat)",
-        **_FULL_WIDTH,
+        **FULL_WIDTH,
     )
 
 
@@ -182,7 +182,7 @@ def _per_run_bars(
             ],
             **offset,
         )
-        .properties(**_FULL_WIDTH)
+        .properties(**FULL_WIDTH)
     )
 
 
@@ -234,7 +234,7 @@ def timeline_chart(frame: pl.DataFrame, rows: list[str]) -> AnyChart:
                 alt.Tooltip("end_ms:Q", title="end ms", format=",.3f"),
             ],
         )
-        .properties(**_FULL_WIDTH, height=ROW_PX * max(1, len(rows)))
+        .properties(**FULL_WIDTH, height=ROW_PX * max(1, len(rows)))
         .interactive(bind_y=False)
     )
 
@@ -264,7 +264,7 @@ def overlap_chart(frame: pl.DataFrame) -> AnyChart:
                 alt.Tooltip("ms:Q", format=",.3f"),
             ],
         )
-        .properties(**_FULL_WIDTH, height=_height(labelled, "bar"))
+        .properties(**FULL_WIDTH, height=_height(labelled, "bar"))
     )
 
 
@@ -317,7 +317,7 @@ def bucket_timeline_chart(calls: pl.DataFrame) -> AnyChart:
         )
         .properties(
             title="One step's collectives: queued → waiting for peers → transfer",
-            **_FULL_WIDTH,
+            **FULL_WIDTH,
             height=_height(rows, "row"),
         )
     )
@@ -333,7 +333,7 @@ def _decades(values: pl.Series) -> list[float]:
     return [10.0**k for k in range(low, max(high, low + 1) + 1)]
 
 
-def _log_axis(calls: pl.DataFrame, column: str, title: str) -> dict[str, object]:
+def log_axis(calls: pl.DataFrame, column: str, title: str) -> dict[str, object]:
     ticks = _decades(calls[column])
     return {
         "title": title,
@@ -347,8 +347,8 @@ def size_vs_duration_chart(calls: pl.DataFrame) -> AnyChart:
         alt.Chart(calls)
         .mark_circle(size=60)
         .encode(
-            x=alt.X("mb:Q", **_log_axis(calls, "mb", "message MB")),  # type: ignore[arg-type]
-            y=alt.Y("duration_ms:Q", **_log_axis(calls, "duration_ms", "duration ms")),  # type: ignore[arg-type]
+            x=alt.X("mb:Q", **log_axis(calls, "mb", "message MB")),  # type: ignore[arg-type]
+            y=alt.Y("duration_ms:Q", **log_axis(calls, "duration_ms", "duration ms")),  # type: ignore[arg-type]
             color=alt.Color("collective:N", scale=colors(COLLECTIVE_COLORS, calls["collective"])),
             tooltip=[
                 "rank",
@@ -360,7 +360,7 @@ def size_vs_duration_chart(calls: pl.DataFrame) -> AnyChart:
                 alt.Tooltip("bandwidth_from:N", title="bandwidth from"),
             ],
         )
-        .properties(title="Size vs duration", **_FULL_WIDTH)
+        .properties(title="Size vs duration", **FULL_WIDTH)
     )
 
 
@@ -395,5 +395,5 @@ def memory_chart(frame: pl.DataFrame, unit: tuple[str, float] = ("MB", 1e6)) -> 
                 alt.Tooltip("size:Q", title=name, format=",.2f"),
             ],
         )
-        .properties(**_FULL_WIDTH, height=_height(long, "bar") * long["source"].n_unique())
+        .properties(**FULL_WIDTH, height=_height(long, "bar") * long["source"].n_unique())
     )

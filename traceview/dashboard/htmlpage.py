@@ -8,8 +8,11 @@ import base64
 import gzip
 import html
 import json
+import os
 import subprocess
 import sys
+from importlib.metadata import version as installed
+from pathlib import Path
 
 from altair.utils._importers import vl_version_for_vl_convert
 
@@ -81,6 +84,35 @@ def packed(text: str) -> str:
     return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
 
 
+def cache_dir() -> Path:
+    """Where the packed charting scripts are kept between reports: $XDG_CACHE_HOME/traceview."""
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "traceview"
+
+
+def packed_charting_script() -> str:
+    """The charting scripts, packed: made once per vl-convert and Vega-Lite version (V8 takes
+    ~1.2 s to bundle them, most of a report's fixed cost) and kept; a cache that cannot be read
+    or written is made again, or left unwritten."""
+    name = f"charting-vl-convert-{installed('vl-convert-python')}-{vl_version_for_vl_convert()}"
+    path = cache_dir() / f"{name}.b64"
+    try:
+        kept = path.read_text("ascii")
+        gzip.decompress(base64.b64decode(kept, validate=True))  # whole: gzip's CRC holds
+        return kept
+    except (OSError, ValueError, EOFError, gzip.BadGzipFile):
+        pass
+    text = packed(_charting_script())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(text, "ascii")
+        partial.replace(path)  # whole or not at all, whoever else writes it
+    except OSError:
+        pass
+    return text
+
+
 def html_page(title: str, style: str, parts: list[str], specs: list[dict[str, object]]) -> str:
     """The document: its parts, then the charting scripts and the charts (Vega-Lite specs, drawn
     into the `chart<i>` divs), packed."""
@@ -88,7 +120,7 @@ def html_page(title: str, style: str, parts: list[str], specs: list[dict[str, ob
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{style}</style></head>\n<body>\n"
         + "\n".join(parts)
-        + f'\n<script type="application/gzip" id="charting">{packed(_charting_script())}</script>'
+        + f'\n<script type="application/gzip" id="charting">{packed_charting_script()}</script>'
         + f'\n<script type="application/gzip" id="charts">{packed(json.dumps(specs))}</script>'
         + f'\n<script type="text/javascript">{_DRAW}</script>\n</body></html>\n'
     )

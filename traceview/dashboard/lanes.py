@@ -111,26 +111,6 @@ def timeline_frame(
     return frame.select(list(TIMELINE_SCHEMA)).cast(TIMELINE_SCHEMA), joined  # type: ignore[arg-type]
 
 
-SHOWN_AT_ONCE = 4  # a job of more ranks shows a few of them first
-
-
-def default_ranks(job: Job, step: int) -> list[int]:
-    """The positions of the ranks a step's timeline shows first: every rank of a small job; of a
-    larger one the slowest, the median and the fastest rank at that step (by its window) — the
-    lanes of 1,024 ranks fit no page, and these three say the most."""
-    if len(job.ranks) <= SHOWN_AT_ONCE:
-        return list(range(len(job.ranks)))
-    timed = sorted(
-        (s.breakdown.window_ns, i)
-        for i, r in enumerate(job.ranks)
-        for s in r.steps
-        if s.step == step
-    )
-    if not timed:
-        return list(range(SHOWN_AT_ONCE))
-    return list(dict.fromkeys([timed[-1][1], timed[len(timed) // 2][1], timed[0][1]]))
-
-
 def row_order(frame: pl.DataFrame) -> list[str]:
     """The lane labels top to bottom: by rank, then overlap, exposed, collectives, the training
     thread, workers and other threads, then the streams."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import html
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from traceview import (
     TraceviewError,
     __version__,
 )
-from traceview.dashboard import charts
+from traceview.dashboard import charts, overview, spread
 from traceview.dashboard.frames import (
     NEEDS_A_RECORD,
     calls_frame,
@@ -39,9 +40,11 @@ from traceview.dashboard.frames import (
 from traceview.dashboard.htmlpage import html_page
 from traceview.dashboard.lanes import row_order, timeline_frame
 
+# The ranks whose intervals are kept while parsing, for the timeline: every rank of a job the
+# timeline draws whole; of a larger one the ranks it draws are read again when drawn.
+TIMELINE_RANKS = overview.SHOWN_AT_ONCE
+
 CHART_WIDTH = 900  # px: the page's text width, what a chart's bars are reduced to
-TIMELINE_RANKS = 4  # the first ranks of a job drawn in its step timeline
-FACET_RANKS = 8  # the first ranks drawn side by side (every rank: `analyze --per-rank`)
 MOST_EXPOSED = 8
 
 _STYLE = """
@@ -200,7 +203,7 @@ def _timeline(doc: _Doc, job: Job) -> None:
     step = steps[len(steps) // 2]
     try:
         frame, joined = timeline_frame(
-            job, step, width_px=CHART_WIDTH, ranks=range(min(TIMELINE_RANKS, len(job.ranks)))
+            job, step, width_px=CHART_WIDTH, ranks=overview.default_ranks(job, step)
         )
     except TraceviewError as e:
         doc.add(f"<p>Timeline left out: {_e(e.message)}.</p>")
@@ -208,7 +211,7 @@ def _timeline(doc: _Doc, job: Job) -> None:
     shown = sorted(frame["rank"].unique().to_list(), key=lambda r: (r is None, r or 0))
     ranks = ", ".join(rank_label(r) for r in shown)
     more = (
-        f" (the first {len(shown)} of {len(job.ranks)} ranks)"
+        f" (of {len(job.ranks)} ranks, the slowest, the median and the fastest at this step)"
         if len(shown) < len(job.ranks)
         else ""
     )
@@ -220,14 +223,28 @@ def _timeline(doc: _Doc, job: Job) -> None:
     doc.chart(charts.timeline_chart(frame, row_order(frame)))
 
 
-def _first_ranks(frame: pl.DataFrame, doc: _Doc, ranks: int) -> pl.DataFrame:
-    """A per-rank frame cut to the first FACET_RANKS ranks, said when it is cut."""
-    if ranks <= FACET_RANKS or frame.height == 0:
+def _drawn_ranks(
+    frame: pl.DataFrame, doc: _Doc, chosen: Sequence[int | None], of: int, which: str
+) -> pl.DataFrame:
+    """A per-rank frame cut to the ranks `chosen` (`which` says how they were chosen) where the
+    job has more than the page can draw side by side, said when it is cut."""
+    if of <= overview.SHOWN_AT_ONCE or frame.height == 0:
         return frame
-    first = sorted(frame["rank"].drop_nulls().unique().to_list())[:FACET_RANKS]
-    doc.add(f"<p class=meta>The first {FACET_RANKS} of {ranks} ranks; every rank's numbers: "
+    named = ", ".join(rank_label(r) for r in chosen)
+    doc.add(f"<p class=meta>Of {of} ranks: {_e(named)} ({_e(which)}); every rank's numbers: "
             "<code>traceview analyze --per-rank</code>.</p>")  # fmt: skip
-    return frame.filter(pl.col("rank").is_in(first))
+    return frame.filter(pl.col("rank").is_in([r for r in chosen if r is not None]))
+
+
+def _overview(doc: _Doc, job: Job) -> None:
+    """A job of many ranks: every rank and step in one chart (exposed communication where the
+    traces measure it, else the step time)."""
+    frame = overview.rank_step_frame(job)
+    measure = "exposed communication" if frame["exposed_ms"].is_not_null().any() else "step time"
+    cells = overview.heat_cells(frame, len(job.ranks), overview.MEASURES[measure])
+    if cells.height:
+        doc.add("<h3>Every rank at a glance</h3>")
+        doc.chart(overview.heat_map_chart(cells, len(job.ranks), measure, clickable=False))
 
 
 def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
@@ -236,8 +253,12 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     said = [job.strategy or "strategy unknown", f"{len(job.ranks)} rank trace(s)",
             first.backend or "backend unknown", first.mode]  # fmt: skip
     doc.add(f"<p class=meta>{_e(' · '.join(said))} · {_e(job.name)}</p>")
-    overlap = _first_ranks(overlap_frame(job), doc, len(job.ranks))
+    if overview.many_ranks(job):
+        _overview(doc, job)
     doc.add("<h3>Overlap per rank and step</h3>")
+    chosen = [job.ranks[at].rank for at in overview.default_ranks(job)]
+    which = "the slowest, the median and the fastest by their median step"
+    overlap = _drawn_ranks(overlap_frame(job), doc, chosen, len(job.ranks), which)
     if overlap.height:
         doc.chart(charts.overlap_chart(overlap))
     elif any(r.steps for r in job.ranks):
@@ -252,11 +273,17 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     memory = memory_frame(job)
     if memory.height:
         doc.add("<h3>Model states beside the ZeRO theory</h3>")
-        memory = _first_ranks(memory, doc, memory["rank"].n_unique())
+        held = memory.group_by("rank").agg(pl.col("measured_mb").sum()).sort("measured_mb", "rank")
+        largest = overview.ends_and_middle(held["rank"].to_list())
+        which = "the one holding the most, the median and the least"
+        memory = _drawn_ranks(memory, doc, largest, held.height, which)
         doc.chart(charts.memory_chart(memory))
     if calls.height and calls["mb"].drop_nulls().len():
         doc.add("<h3>Collectives: size and duration</h3>")
-        doc.chart(charts.size_vs_duration_chart(calls))
+        if calls["mb"].drop_nulls().len() > spread.MAX_POINTS:
+            doc.chart(spread.size_spread_chart(spread.size_spread(calls)))
+        else:
+            doc.chart(charts.size_vs_duration_chart(calls))
 
 
 def report_html(runs: Runs, title: str = "traceview report") -> str:

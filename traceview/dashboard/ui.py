@@ -9,7 +9,7 @@ import polars as pl
 import streamlit as st
 
 from traceview import Job, TraceviewError
-from traceview.dashboard import data
+from traceview.dashboard import data, overview
 from traceview.dashboard.frames import rank_label, readable
 from traceview.dashboard.upload import UPLOADS
 from traceview.errors import A_BUG, one_line
@@ -69,13 +69,12 @@ PAGE_ROWS = 50  # a table longer than this is shown a page at a time
 def table(frame: pl.DataFrame, columns: Mapping[str, tuple[str, str | None]]) -> None:
     """A table as people read it (`frames.readable`), every row in view: up to PAGE_ROWS at
     once, longer ones a page at a time — never a small box to scroll."""
-    shown = readable(frame, columns)
-    pages = -(-shown.height // PAGE_ROWS)
-    if pages > 1:
-        key = "page of " + ",".join(shown.columns)
-        page = st.number_input(f"page (of {pages}; {shown.height:,} rows)", 1, pages, 1, key=key)
-        shown = shown.slice((int(page) - 1) * PAGE_ROWS, PAGE_ROWS)
-    st.dataframe(shown, hide_index=True, height="content")
+    pages = -(-frame.height // PAGE_ROWS)
+    if pages > 1:  # only the page shown is formatted and sent
+        key = "page of " + ",".join(frame.columns)
+        page = st.number_input(f"page (of {pages}; {frame.height:,} rows)", 1, pages, 1, key=key)
+        frame = frame.slice((int(page) - 1) * PAGE_ROWS, PAGE_ROWS)
+    st.dataframe(readable(frame, columns), hide_index=True, height="content")
 
 
 def run_names(runs: pl.DataFrame) -> tuple[list[str], int]:
@@ -106,3 +105,39 @@ def pick_run(label: str = "run") -> tuple[str, Job] | None:
         return None
     caveat_box(run_caveats(job))
     return choice, job
+
+
+def overview_map(job: Job, measure: str) -> int | None:
+    """A job of many ranks: every rank's `measure` per step (overview.MEASURES) as a heat map;
+    the position of the rank whose cell was clicked, if one was."""
+    cells = overview.heat_cells(
+        overview.rank_step_frame(job), len(job.ranks), overview.MEASURES[measure]
+    )
+    if cells.height == 0:
+        st.info(f"No rank has a {measure} to show.")
+        return None
+    event = st.altair_chart(
+        overview.heat_map_chart(cells, len(job.ranks), measure),
+        width="stretch",
+        on_select="rerun",
+        key=f"overview of {measure}",
+    )
+    clicked = (event.selection.get(overview.CLICKED) or []) if event else []
+    return int(clicked[0]["shown"]) if clicked and "shown" in clicked[0] else None
+
+
+def pick_ranks(job: Job, key: str, default: list[int], clicked: int | None = None) -> list[int]:
+    """The ranks (positions in job.ranks) a page draws in full, chosen in the sidebar: every rank
+    of a small job; of a larger one `default` first, and each rank clicked in the overview."""
+    if not overview.many_ranks(job):
+        return list(range(len(job.ranks)))
+    key = f"ranks · {key}"
+    if key not in st.session_state:
+        st.session_state[key] = default
+    if clicked is not None and st.session_state.get(f"{key} · clicked") != clicked:
+        st.session_state[f"{key} · clicked"] = clicked  # added once, and can be removed again
+        st.session_state[key] = list(dict.fromkeys([*st.session_state[key], clicked]))
+    labels = [rank_label(r.rank) for r in job.ranks]
+    return st.sidebar.multiselect(
+        "ranks drawn", list(range(len(job.ranks))), key=key, format_func=labels.__getitem__
+    )

@@ -1,8 +1,9 @@
+import polars as pl
 import streamlit as st
 
-from traceview.dashboard import charts
+from traceview.dashboard import charts, overview, spread
 from traceview.dashboard.frames import calls_frame
-from traceview.dashboard.ui import pick_run, table
+from traceview.dashboard.ui import pick_ranks, pick_run, table
 
 CALL_COLUMNS = {
     "rank": ("rank", "{:d}"),
@@ -26,8 +27,21 @@ if picked:
     else:
         steps = sorted(calls["step"].drop_nulls().unique().to_list())
         step = st.sidebar.selectbox("step", steps) if steps else None
-        st.altair_chart(charts.bucket_timeline_chart(calls_frame(job, step)), width="stretch")
-        if calls["mb"].drop_nulls().len():
+        many = overview.many_ranks(job)
+        chosen = pick_ranks(job, f"buckets · {run} · {step}", overview.default_ranks(job, step))
+        ranks = [job.ranks[at].rank for at in chosen]
+        of_step = calls_frame(job, step)
+        of_step = of_step.filter(pl.col("rank").is_in(ranks)) if many else of_step
+        if of_step.height:
+            st.altair_chart(charts.bucket_timeline_chart(of_step), width="stretch")
+        if many:
+            st.caption(
+                f"Of {len(job.ranks)} ranks, the slowest, the median and the fastest at this "
+                "step are drawn (others: the sidebar); the table holds every rank's calls."
+            )
+        if calls["mb"].drop_nulls().len() > spread.MAX_POINTS:
+            st.altair_chart(spread.size_spread_chart(spread.size_spread(calls)), width="stretch")
+        elif calls["mb"].drop_nulls().len():
             st.altair_chart(charts.size_vs_duration_chart(calls), width="stretch")
         for fit in job.fits:
             st.write(f"**{fit.collective}**: {fit.advice}")

@@ -1,10 +1,11 @@
 import typing
 
+import polars as pl
 import streamlit as st
 
 import traceview
-from traceview.dashboard import charts
-from traceview.dashboard.frames import memory_frame, size_unit
+from traceview.dashboard import charts, overview
+from traceview.dashboard.frames import memory_frame, rank_label, size_unit
 from traceview.dashboard.ui import pick_run
 
 st.title("Memory")
@@ -25,10 +26,28 @@ if frame is not None:
     if frame.height == 0:
         st.info("Model-state memory comes from the harness's run.json; this run has none.")
     else:
-        st.altair_chart(charts.memory_chart(frame, unit), width="stretch")
+        held = frame.group_by("rank").agg(pl.col("measured_mb").sum()).sort("measured_mb", "rank")
+        many = held.height > overview.SHOWN_AT_ONCE
+        if many:  # the largest, the median and the smallest first
+            order = held["rank"].to_list()
+            shown = st.sidebar.multiselect(
+                "ranks drawn",
+                sorted(order),
+                default=overview.ends_and_middle(order),
+                format_func=rank_label,
+            )
+            frame = frame.filter(pl.col("rank").is_in(shown))
+        if frame.height:
+            st.altair_chart(charts.memory_chart(frame, unit), width="stretch")
         layout = frame["as_run_mb"].is_not_null().any()
         st.caption(
-            "Measured: bytes each rank holds per category, at its largest over a step. "
+            (
+                f"Of {held.height} ranks, the one holding the most, the median and the least "
+                "are drawn (others: the sidebar). "
+                if many
+                else ""
+            )
+            + "Measured: bytes each rank holds per category, at its largest over a step. "
             f"ZeRO theory: the textbook formula for AdamW in {precision} precision."
             + (
                 " As run: the layout this strategy's implementation holds (docs/harness.md, "

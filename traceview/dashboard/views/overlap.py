@@ -1,8 +1,9 @@
+import polars as pl
 import streamlit as st
 
-from traceview.dashboard import charts
+from traceview.dashboard import charts, overview
 from traceview.dashboard.frames import overlap_frame
-from traceview.dashboard.ui import pick_run, table
+from traceview.dashboard.ui import overview_map, pick_ranks, pick_run, table
 
 OVERLAP_COLUMNS = {
     "rank": ("rank", "{:d}"),
@@ -21,9 +22,26 @@ if picked:
     if frame.height == 0:
         st.info("No profiler steps in this run.")
     else:
-        st.altair_chart(charts.overlap_chart(frame), width="stretch")
+        many = overview.many_ranks(job)
+        clicked = None
+        if many:
+            measures = list(overview.MEASURES)
+            measure = st.sidebar.radio("overview", measures, index=len(measures) - 1)
+            clicked = overview_map(job, measure)
+        chosen = pick_ranks(job, f"overlap · {run}", overview.default_ranks(job), clicked)
+        ranks = [job.ranks[at].rank for at in chosen]
+        drawn = frame.filter(pl.col("rank").is_in(ranks)) if many else frame
+        if drawn.height:
+            st.altair_chart(charts.overlap_chart(drawn), width="stretch")
         st.caption(
-            "Each bar is one step's window: compute alone, compute overlapping "
+            (
+                f"Of {len(job.ranks)} ranks, the slowest, the median and the fastest (by their "
+                "median step) are drawn first; click a cell of the overview, or choose in the "
+                "sidebar, to draw others; the table holds every rank. "
+                if many
+                else ""
+            )
+            + "Each bar is one step's window: compute alone, compute overlapping "
             "communication, communication exposed, and idle (definitions in docs/metrics.md)."
         )
         table(frame.pivot(on="part", index=["rank", "step"], values="ms"), OVERLAP_COLUMNS)

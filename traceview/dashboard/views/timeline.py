@@ -1,9 +1,8 @@
 import streamlit as st
 
-from traceview.dashboard import charts
-from traceview.dashboard.frames import rank_label
-from traceview.dashboard.lanes import SHOWN_AT_ONCE, default_ranks, row_order, timeline_frame
-from traceview.dashboard.ui import guarded, pick_run
+from traceview.dashboard import charts, overview
+from traceview.dashboard.lanes import row_order, timeline_frame
+from traceview.dashboard.ui import guarded, overview_map, pick_ranks, pick_run
 
 st.title("Timeline")
 picked = pick_run()
@@ -14,24 +13,25 @@ if picked:
         st.info("This run has no profiler steps to show.")
     else:
         step = st.sidebar.selectbox("step", steps)
-        labels = [rank_label(r.rank) for r in job.ranks]
+        many = overview.many_ranks(job)
+        clicked = None
+        if many:
+            measure = st.sidebar.radio("overview", list(overview.MEASURES))
+            clicked = overview_map(job, measure)
         # Only the chosen ranks' intervals are read: a job of many ranks shows a few first.
-        chosen = st.sidebar.multiselect(
-            "ranks",
-            list(range(len(job.ranks))),
-            default=default_ranks(job, step),
-            format_func=labels.__getitem__,
-        )
+        chosen = pick_ranks(job, f"timeline · {run} · {step}", overview.default_ranks(job, step),
+                            clicked)  # fmt: skip
         drawn = guarded(run, lambda: timeline_frame(job, step, ranks=chosen)) if chosen else None
         if not chosen:
-            st.info("Choose the ranks to draw in the sidebar.")
+            st.info("Choose the ranks to draw in the sidebar, or click a cell above.")
         elif drawn is not None:
             frame, joined = drawn
             st.altair_chart(charts.timeline_chart(frame, row_order(frame)), width="stretch")
             shown = (
                 f"Of {len(job.ranks)} ranks, the slowest, the median and the fastest at this "
-                "step (by its window) are drawn first; choose others in the sidebar. "
-                if len(job.ranks) > SHOWN_AT_ONCE
+                "step (by its window) are drawn first; click a cell of the overview, or choose "
+                "in the sidebar, to draw others. "
+                if many
                 else ""
             )
             st.caption(
