@@ -35,11 +35,42 @@ def _shifted(events: bytes, ts_us: int, ids: int, steps: int) -> bytes:
     return _STEP.sub(lambda m: b"ProfilerStep#%d" % (int(m[1]) + steps), events)
 
 
+def _top_level(events: bytes) -> list[bytes]:
+    """The event objects of the array's text, each as written."""
+    out, depth, start, quoted, escaped = [], 0, 0, False, False
+    for i, c in enumerate(events):
+        if quoted:
+            quoted, escaped = (not (c == 0x22 and not escaped)), (c == 0x5C and not escaped)
+        elif c == 0x22:
+            quoted = True
+        elif c == 0x7B:
+            start = i if depth == 0 else start
+            depth += 1
+        elif c == 0x7D:
+            depth -= 1
+            if depth == 0:
+                out.append(events[start : i + 1])
+    return out
+
+
+def _once_per_trace(event: bytes) -> bool:
+    """What a profiler writes once per trace, not once per stretch of time: process and thread
+    names (metadata), the trace's global instants ("Iteration Start", "Record Window End") and
+    the profiler's own span of the window ("PyTorch Profiler (0)", category "Trace")."""
+    return (
+        b'"ph": "M"' in event
+        or (b'"ph": "i"' in event and b'"s": "g"' in event)
+        or b'"cat": "Trace"' in event
+    )
+
+
 def tile(source: Path, target: Path, size_bytes: int, rank: int | None = None) -> int:
-    """Write `target` (uncompressed JSON, or gzip if it ends in .gz) of about size_bytes."""
+    """Write `target` (uncompressed JSON, or gzip if it ends in .gz) of about size_bytes: the
+    source's events, then copies of them without what a trace holds once."""
     raw = source.read_bytes()
     text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
     head, events, tail = _split(text)
+    repeated = b",\n  ".join(e for e in _top_level(events) if not _once_per_trace(e))
     if rank is not None:
         head = _RANK.sub(lambda m: m[1] + str(rank).encode(), head, count=1)
     shift = _span_us(events)
@@ -55,7 +86,7 @@ def tile(source: Path, target: Path, size_bytes: int, rank: int | None = None) -
         while written < size_bytes or copy == 0:
             chunk = events
             if copy:
-                chunk = _shifted(events, copy * shift, copy * id_offset, copy * step_offset)
+                chunk = _shifted(repeated, copy * shift, copy * id_offset, copy * step_offset)
                 out.write(b",")
             out.write(chunk)
             written += len(chunk) + 1

@@ -4,6 +4,7 @@ the units they show them (µs, bytes, GB/s), as plain Python numbers."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -42,8 +43,14 @@ def breakdown(b: Breakdown) -> d.Breakdown:
     return d.Breakdown(**_breakdown_fields(b))
 
 
+# Each metric's field and how it is read (a CPU trace can have a step every few KB: 10,000s).
+_METRIC_FIELDS = tuple((f"{m}_us", attrgetter(f"{m}_ns")) for m in METRICS)
+
+
 def _breakdown_fields(b: Breakdown) -> dict[str, Any]:
-    fields: dict[str, Any] = {f"{m}_us": us(b.ns(m)) for m in METRICS}
+    fields: dict[str, Any] = {
+        name: None if (ns := of(b)) is None else ns / 1000.0 for name, of in _METRIC_FIELDS
+    }
     pct = b.overlap_pct
     return fields | {"overlap_pct": None if pct is None else float(pct)}
 

@@ -60,12 +60,13 @@ TRACE_ARGS = (
     TraceArg("name", "name", "name", "metadata", "all: process and thread names"),
 )
 
+NO_RAW = msgspec.Raw(b"")  # a raw arg a trace does not carry (one object, shared)
 _DECODED: dict[Reading, tuple[object, object]] = {  # reading -> (type, default)
     "id": (Loose | None, None),
     "count": (Loose | None, None),
     "text": (Loose | None, None),
-    "list_length": (msgspec.Raw, msgspec.Raw(b"")),
-    "raw": (msgspec.Raw, msgspec.Raw(b"")),
+    "list_length": (msgspec.Raw, NO_RAW),
+    "raw": (msgspec.Raw, NO_RAW),
     "name": (str | None, None),
 }
 _COLUMN_TYPE: dict[Reading, pl.DataType] = {

@@ -16,10 +16,11 @@ from traceview.parse.args import (
     COMM_ARGS_SCHEMA,
     EVENT_ARGS,
     EVENT_ARGS_SCHEMA,
+    NO_RAW,
     Reading,
 )
 from traceview.parse.categories import CATEGORY, category
-from traceview.parse.events import CompleteEvent, MetadataEvent
+from traceview.parse.events import THREAD_NAME, CompleteEvent, MetadataEvent
 from traceview.parse.fast import COLUMNS as SCANNED
 from traceview.parse.fast import NONE, ScannedBatch
 from traceview.parse.names import KEEPS_COMM_ARGS
@@ -101,6 +102,15 @@ def list_length(raw: msgspec.Raw) -> int | None:
 def raw_text(raw: msgspec.Raw) -> str | None:
     """Raw JSON kept by the decoder, so not checked as UTF-8 yet: replaced where it is not."""
     return bytes(raw).decode(errors="replace") or None
+
+
+def raw_texts(values: list[Any]) -> list[str | None]:
+    """raw_text of each (None or NO_RAW where absent), all at once: joined by NUL, which JSON
+    text never holds raw, decoded once and split again (a call each costs more than the text)."""
+    if not values:
+        return []
+    pieces = [b"" if v is None else v for v in values]
+    return [t or None for t in b"\x00".join(pieces).decode(errors="replace").split("\x00")]
 
 
 # How each reading of parse/args.py turns one decoded value into a column value.
@@ -207,10 +217,15 @@ _DECODED_SCHEMA: dict[str, pl.DataType] = {
 
 def comm_frame(comm: list[tuple[int, Any]]) -> pl.DataFrame:
     """Row -> collective arguments, from (row, decoded Args) of the communication events."""
-    columns: dict[str, list[object]] = {"row": [r for r, _ in comm]}
+    columns: dict[str, list[Any]] = {"row": [r for r, _ in comm]}
+    decoded = [a for _, a in comm]
     for arg in COLLECTIVE_ARGS:
-        read, get = READERS[arg.reading], attrgetter(arg.column)
-        values = [read(get(a)) for _, a in comm]
+        read = READERS[arg.reading]
+        values: list[Any] = list(map(attrgetter(arg.column), decoded))
+        if arg.reading == "raw":
+            values = raw_texts(values)
+        else:  # most args are absent from most traces' calls: read only what is there
+            values = [None if v is None or v is NO_RAW else read(v) for v in values]
         if arg.fills is None:
             columns[arg.column] = values
         else:
@@ -256,7 +271,7 @@ def scanned_events(
 def thread_names(metadata: list[MetadataEvent], names: dict[tuple[int, int], list[str]]) -> None:
     """Collect "thread_name" metadata; a thread may be named more than once."""
     for e in metadata:
-        if e.name == "thread_name" and e.args is not None and e.args.name:
+        if e.name == THREAD_NAME and e.args is not None and e.args.name:
             pid, tid = whole(e.pid), whole(e.tid)
             if pid is not None and tid is not None:
                 names.setdefault((pid, tid), []).append(e.args.name)

@@ -54,17 +54,20 @@ _OTHERS = tuple(
 KNOWN_PHASES = frozenset("XM" + _OTHER_PHASES)
 
 
+THREAD_NAME = "thread_name"  # the only metadata events read: threads' names
+
+
 @dataclass(frozen=True)
 class Batch:
     complete: list[CompleteEvent]
-    metadata: list[MetadataEvent]
+    metadata: list[MetadataEvent]  # the thread names (a tiled or long trace may hold 100,000s)
 
     @classmethod
     def of(cls, events: list[Any], *, precise: bool = False) -> Batch:
         complete = PreciseCompleteEvent if precise else CompleteEvent
         return cls(
             [e for e in events if e.__class__ is complete],
-            [e for e in events if e.__class__ is MetadataEvent],
+            [e for e in events if e.__class__ is MetadataEvent and e.name == THREAD_NAME],
         )
 
 
