@@ -22,7 +22,10 @@ def _us(ns: int) -> float:
     return round(ns / 1000, 3)
 
 
-def annotated_events(job: Job) -> Iterator[dict[str, Any]]:
+def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
+    """The timeline's events as JSON, a rank's kind of event at a time: (how many, the events
+    joined by ",\n"). The many (every interval, every overlap span) are written by polars from
+    their columns; only the few (lane names, collective calls) one by one."""
     offsets: dict[int | None, float] = (
         {a.rank: a.offset_ns for a in job.cross_rank.ranks} if job.cross_rank else {}
     )
@@ -31,58 +34,81 @@ def annotated_events(job: Job) -> Iterator[dict[str, Any]]:
         return
     start = min(int(iv["ts_ns"].min()) - offsets.get(r.rank, 0) for r, iv in ranks)  # type: ignore[arg-type]
     labels = _call_labels(job)
+    encode = msgspec.json.Encoder().encode
     for i, (report, intervals) in enumerate(ranks):
         pid = report.rank if report.rank is not None else 100_000 + i
-        shift = start + offsets.get(report.rank, 0)
+        shift = round(start + offsets.get(report.rank, 0))  # whole ns: times print exactly
         title = f"rank {report.rank}" if report.rank is not None else report.trace.name
-        yield {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": title}}
-        yield {
-            "ph": "M",
-            "name": "process_sort_index",
-            "pid": pid,
-            "tid": 0,
-            "args": {"sort_index": pid},
-        }
         work = intervals.filter(pl.col("kind") != "other")
         lanes = sorted(work["lane"].unique().to_list())
-        for tid, lane in enumerate([*ANNOTATION_TRACKS, *lanes], start=1):
-            yield {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": lane}}
-            yield {
-                "ph": "M",
-                "name": "thread_sort_index",
-                "pid": pid,
-                "tid": tid,
-                "args": {"sort_index": tid},
-            }
-        for tid, spans in enumerate(overlap_spans(work), start=1):
-            for s, e in zip(spans.starts.tolist(), spans.ends.tolist(), strict=True):
-                yield {
-                    "ph": "X",
-                    "cat": "traceview",
-                    "name": ANNOTATION_TRACKS[tid - 1],
-                    "pid": pid,
-                    "tid": tid,
-                    "ts": _us(s - shift),
-                    "dur": _us(e - s),
-                }
-        lane_tid = {lane: tid for tid, lane in enumerate(lanes, start=len(ANNOTATION_TRACKS) + 1)}
-        for row in work.iter_rows(named=True):
+        named = [*ANNOTATION_TRACKS, *lanes]
+        meta = [_meta(pid, 0, "process_name", "name", title),
+                _meta(pid, 0, "process_sort_index", "sort_index", pid)]  # fmt: skip
+        for tid, lane in enumerate(named, start=1):
+            meta += [_meta(pid, tid, "thread_name", "name", lane),
+                     _meta(pid, tid, "thread_sort_index", "sort_index", tid)]  # fmt: skip
+        yield len(meta), b",\n".join(map(encode, meta))
+        tracks = pl.concat(
+            pl.DataFrame({"ts_ns": spans.starts, "end_ns": spans.ends}).with_columns(
+                cat=pl.lit("traceview"), name=pl.lit(track), tid=pl.lit(tid, pl.Int64)
+            )
+            for tid, (track, spans) in enumerate(
+                zip(ANNOTATION_TRACKS, overlap_spans(work), strict=True), start=1
+            )
+        )
+        yield from _spans(tracks, pid, shift, args=None)
+        lane_tid = {lane: tid for tid, lane in enumerate(named, start=1)}
+        comm = pl.col("kind") == "comm"
+        spans = work.filter(~comm).select(
+            "ts_ns",
+            "end_ns",
+            cat=pl.col("kind").cast(pl.String),
+            name=pl.col("name").cast(pl.String).fill_null("None"),
+            tid=pl.col("lane").replace_strict(lane_tid, return_dtype=pl.Int64),
+            step="step",
+        )
+        yield from _spans(spans, pid, shift, args=pl.struct("step"))
+        calls = []
+        for row in work.filter(comm).iter_rows(named=True):
             args: dict[str, Any] = {"step": row["step"]}
-            if row["kind"] == "comm":
-                args.update(
-                    {k: row[k] for k in ("collective", "bytes", "module") if row[k] is not None}
-                )
-                args.update(labels.get((report.rank, row["ts_ns"]), {}))
-            yield {
-                "ph": "X",
-                "cat": row["kind"],
-                "name": str(row["name"]),
-                "pid": pid,
-                "tid": lane_tid[row["lane"]],
-                "ts": _us(row["ts_ns"] - shift),
-                "dur": _us(row["end_ns"] - row["ts_ns"]),
-                "args": args,
-            }
+            args.update(
+                {k: row[k] for k in ("collective", "bytes", "module") if row[k] is not None}
+            )
+            args.update(labels.get((report.rank, row["ts_ns"]), {}))
+            calls.append(
+                {"ph": "X", "cat": "comm", "name": str(row["name"]), "pid": pid,
+                 "tid": lane_tid[row["lane"]], "ts": _us(row["ts_ns"] - shift),
+                 "dur": _us(row["end_ns"] - row["ts_ns"]), "args": args}
+            )  # fmt: skip
+        if calls:
+            yield len(calls), b",\n".join(map(encode, calls))
+
+
+def _meta(pid: int, tid: int, name: str, key: str, value: object) -> dict[str, Any]:
+    return {"ph": "M", "name": name, "pid": pid, "tid": tid, "args": {key: value}}
+
+
+def _spans(
+    frame: pl.DataFrame, pid: int, shift: int, args: pl.Expr | None
+) -> Iterator[tuple[int, bytes]]:
+    """Complete events ("X") from a frame of ts_ns, end_ns, cat, name, tid (and the columns
+    `args` is made of), in µs from `shift`, written by polars."""
+    if frame.height == 0:
+        return
+    events = frame.select(
+        ph=pl.lit("X"),
+        cat="cat",
+        name="name",
+        pid=pl.lit(pid, pl.Int64),
+        tid="tid",
+        ts=(pl.col("ts_ns") - shift) / 1000,
+        dur=(pl.col("end_ns") - pl.col("ts_ns")) / 1000,
+        **({} if args is None else {"args": args}),
+    )
+    # One event a line; no string holds a raw newline (JSON escapes it), so the lines' ends are
+    # where the separators go.
+    text = events.write_ndjson().encode()
+    yield events.height, text.rstrip(b"\n").replace(b"\n", b",\n")
 
 
 def _call_labels(job: Job) -> dict[tuple[int | None, int], dict[str, Any]]:
@@ -102,11 +128,15 @@ def write_annotated(job: Job, sink: BinaryIO, compress: bool) -> int:
     """Write the timeline to `sink` (gzip if `compress`); returns the number of events."""
     encode = msgspec.json.Encoder().encode
     count = 0
-    with gzip.GzipFile(fileobj=sink, mode="wb") if compress else nullcontext(sink) as out:
+    with (
+        gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=6)
+        if compress
+        else nullcontext(sink) as out
+    ):
         out.write(b'{"displayTimeUnit": "ms", "traceEvents": [\n')
-        for event in annotated_events(job):
-            out.write((b",\n" if count else b"") + encode(event))
-            count += 1
+        for events, chunk in event_chunks(job):
+            out.write((b",\n" if count else b"") + chunk)
+            count += events
         cross = job.cross_rank
         meta = {
             "source": job.name,
