@@ -58,3 +58,21 @@ def test_calls_by_size_give_the_median_and_range():
     ]  # fmt: skip
     spec = spread.size_spread_chart(spread.size_spread(calls)).to_dict()
     assert [layer["mark"]["type"] for layer in spec["layer"]] == ["rule", "point"]
+
+
+def test_many_steps_are_drawn_as_runs_of_steps_with_their_means():
+    # One rank, steps 1..10, step s's compute 10 s ms and idle 1 ms; at most 4 bars: runs of
+    # ceil(10 / 4) = 3 steps: 1–3, 4–6, 7–9, 10.
+    frame = pl.DataFrame(
+        [(0, s, part, ms) for s in range(1, 11) for part, ms in (("compute only", 10.0 * s),
+                                                                   ("idle", 1.0))],
+        schema={"rank": pl.Int64, "step": pl.Int64, "part": pl.String, "ms": pl.Float64},
+        orient="row",
+    )  # fmt: skip
+    binned, per_bar = overview.binned_steps(frame, max_bars=4)
+    assert per_bar == 3
+    compute = binned.filter(pl.col("part") == "compute only")
+    assert compute["steps"].to_list() == ["1–3 (mean)", "4–6 (mean)", "7–9 (mean)", "10–10 (mean)"]
+    assert compute["ms"].to_list() == [20.0, 50.0, 80.0, 100.0]
+    same, per_bar = overview.binned_steps(frame, max_bars=10)
+    assert same is frame and per_bar == 1

@@ -35,21 +35,29 @@ class StepExposure:
 
 
 def exposure_by_step(calls: pl.DataFrame) -> list[StepExposure]:
-    """From a job's calls table (analysis/job.py JOB_CALLS_SCHEMA), in rank and step order."""
-    exposed = calls.filter(pl.col("exposed_ns") > 0).sort("exposed_ns", descending=True)
-    out = []
-    for (rank, step), rows in exposed.group_by("rank", "step", maintain_order=True):
-        out.append(
-            StepExposure(
-                rank=rank,  # type: ignore[arg-type]
-                step=step,  # type: ignore[arg-type]
-                exposed_ns=int(rows["exposed_share_ns"].sum()),  # concurrent calls once
-                calls=tuple(
-                    ExposedCall(**r)
-                    for r in rows.select("index", "collective", "label", "exposed_ns").iter_rows(
-                        named=True
-                    )
-                ),
-            )
-        )
-    return sorted(out, key=lambda e: (e.rank is None, e.rank or 0, e.step is None, e.step or 0))
+    """From a job's calls table (analysis/job.py JOB_CALLS_SCHEMA), in rank and step order.
+    One pass over the exposed calls, sorted by rank, step and exposure (a frame per step costs
+    seconds where a CPU trace has tens of thousands of steps)."""
+    exposed = calls.filter(pl.col("exposed_ns") > 0).sort(
+        pl.col("rank").is_null(), "rank", pl.col("step").is_null(), "step",
+        pl.col("exposed_ns"), descending=[False, False, False, False, True], maintain_order=True,
+    )  # fmt: skip
+    out: list[StepExposure] = []
+    key: tuple[object, object] | None = None
+    shares, held = 0, list[ExposedCall]()
+    columns = ("rank", "step", "exposed_share_ns", "index", "collective", "label", "exposed_ns")
+    for rank, step, share, index, collective, label, ns in exposed.select(columns).iter_rows():
+        if key != (rank, step):
+            if key is not None:
+                out.append(_step(key, shares, held))
+            key, shares, held = (rank, step), 0, []
+        shares += share or 0  # concurrent calls once
+        held.append(ExposedCall(index=index, collective=collective, label=label, exposed_ns=ns))
+    if key is not None:
+        out.append(_step(key, shares, held))
+    return out
+
+
+def _step(key: tuple[object, object], exposed_ns: int, calls: list[ExposedCall]) -> StepExposure:
+    rank, step = key
+    return StepExposure(rank=rank, step=step, exposed_ns=int(exposed_ns), calls=tuple(calls))  # type: ignore[arg-type]

@@ -240,9 +240,10 @@ def timeline_chart(frame: pl.DataFrame, rows: list[str]) -> AnyChart:
 
 
 def overlap_chart(frame: pl.DataFrame) -> AnyChart:
-    """A bar per rank and step: its window in four parts, as wide as the page."""
+    """A bar per rank and step (or run of steps: overview.binned_steps) in four parts."""
+    step = "steps" if "steps" in frame.columns else "step"
     labelled = frame.with_columns(
-        bar=pl.format("{} · step {}", rank_words(), pl.col("step")),
+        bar=pl.format("{} · step {}", rank_words(), pl.col(step)),
         part_order=pl.col("part").replace_strict(
             {p: i for i, p in enumerate(PART_COLORS)}, return_dtype=pl.Int64
         ),

@@ -5,8 +5,9 @@ static report draw. Every number comes from the documents every output renders
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
+from typing import Any
 
 import polars as pl
 
@@ -22,7 +23,7 @@ from traceview import (
 )
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
-from traceview.documents.frames import frame as record_table
+from traceview.documents.frames import columns as record_columns
 
 # A step's window in four parts: the document's figure and the words charts and tables use.
 OVERLAP_PARTS = {
@@ -214,12 +215,20 @@ def size_unit(largest: float) -> tuple[str, float]:
     return ("GB", 1e9) if largest >= 1e10 else ("MB", 1e6)
 
 
+def _per_distinct(values: pl.Series, words: Callable[[Any], str]) -> pl.Expr:
+    """`words` of each value, said once per distinct value (a job has 100,000s of calls and a
+    few sizes); null stays null where `words` is not asked about it."""
+    seen = values.drop_nulls().unique().to_list()
+    said = pl.Series(values.name, [words(v) for v in seen], dtype=pl.String)
+    return pl.lit(values).replace_strict(pl.Series(seen, dtype=values.dtype), said, default=None)
+
+
 def calls_frame(job: Job, step: int | None = None) -> pl.DataFrame:
     """Collective calls (of one step, if given; the collectives document's calls) with times in
     ms from the first call's ready time, and a label (bucket, else module, else the
     collective)."""
     steps = None if step is None else StepSelection(((step, step),))
-    calls = record_table(build.job_calls(job, steps).calls, d.Call)
+    calls = build.job_call_table(job, steps).cast(record_columns(d.Call))  # type: ignore[arg-type]
     if calls.height == 0:
         return calls
     origin = calls["ready_us"].drop_nulls().min() or calls["start_us"].min()
@@ -229,7 +238,7 @@ def calls_frame(job: Job, step: int | None = None) -> pl.DataFrame:
         start_ms=(pl.col("start_us") - origin) / 1e3,
         end_ms=(pl.col("end_us") - origin) / 1e3,
         mb=pl.col("bytes") / 1e6,
-        size=pl.col("bytes").map_elements(size_words, return_dtype=pl.String),
+        size=_per_distinct(calls["bytes"], size_words),
         duration_ms=pl.col("duration_us") / 1e3,
         wait_ms=pl.col("wait_us") / 1e3,
         exposed_ms=pl.col("exposed_us") / 1e3,
@@ -240,5 +249,5 @@ def calls_frame(job: Job, step: int | None = None) -> pl.DataFrame:
         busbw_said=pl.when(pl.col("bandwidth_on") == "duration")
         .then(pl.lit("≥ "))
         .otherwise(pl.lit(""))
-        + pl.col("busbw_gbps").round(2).map_elements(lambda v: f"{v:,.2f}", return_dtype=pl.String),
+        + _per_distinct(calls["busbw_gbps"].round(2), "{:,.2f}".format),
     )

@@ -17,6 +17,7 @@ from traceview.dashboard.frames import rank_label
 
 SHOWN_AT_ONCE = 4  # a job of more ranks shows an overview, and a few ranks in full
 MAX_CELLS = 8_192  # cells of the overview sent to the browser, whatever the job's size
+MAX_BARS = 300  # bars of a per-step chart; beyond it, runs of consecutive steps share one
 MEASURES = {"step time": "window_ms", "exposed communication": "exposed_ms"}
 _HEIGHT_PX = 320
 CLICKED = "cell"  # the overview's selection: the position of the rank whose cell was clicked
@@ -135,3 +136,25 @@ def ends_and_middle(ordered: list[int]) -> list[int]:
     """The last, the middle and the first of a list in order (the largest, the median and the
     smallest), each once."""
     return list(dict.fromkeys([ordered[-1], ordered[len(ordered) // 2], ordered[0]]))
+
+
+def binned_steps(frame: pl.DataFrame, max_bars: int = MAX_BARS) -> tuple[pl.DataFrame, int]:
+    """An overlap frame (rank, step, part, ms) with at most about `max_bars` bars: each rank's
+    steps in runs of k consecutive ones, each part their mean ms, `steps` naming the run
+    ("12–19 (mean)"); k is returned (1: the frame as it was — a trace with a step every few KB
+    has tens of thousands, which no chart shows)."""
+    bars = frame.select("rank", "step").unique().height
+    if bars <= max_bars:
+        return frame, 1
+    k = math.ceil(bars / max_bars)
+    runs = frame.with_columns(run=(pl.col("step").rank("dense").over("rank") - 1) // k)
+    binned = runs.group_by("rank", "run", "part").agg(
+        first=pl.col("step").min(), last=pl.col("step").max(), ms=pl.col("ms").mean()
+    )
+    return binned.select(
+        "rank",
+        step=pl.col("first"),
+        steps=pl.format("{}–{} (mean)", "first", "last"),
+        part="part",
+        ms="ms",
+    ).sort("rank", "step"), k

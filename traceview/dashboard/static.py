@@ -259,6 +259,10 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     chosen = [job.ranks[at].rank for at in overview.default_ranks(job)]
     which = "the slowest, the median and the fastest by their median step"
     overlap = _drawn_ranks(overlap_frame(job), doc, chosen, len(job.ranks), which)
+    overlap, per_bar = overview.binned_steps(overlap)
+    if per_bar > 1:
+        doc.add(f"<p class=meta>Each bar is the mean of {per_bar} consecutive steps: too many to "
+                "draw one by one (<code>traceview analyze</code> lists each).</p>")  # fmt: skip
     if overlap.height:
         doc.chart(charts.overlap_chart(overlap))
     elif any(r.steps for r in job.ranks):

@@ -176,6 +176,12 @@ def call_table(calls: pl.DataFrame) -> pl.DataFrame:
     ).select(CALL_COLUMNS)
 
 
+def job_call_table(job: Job, steps: StepSelection | None) -> pl.DataFrame:
+    """The collectives document's calls as a table (what `job_calls` holds as records), for
+    what lays them out as a table (the dashboard), without a record per call."""
+    return call_table(_chosen_calls(job, steps))
+
+
 def job_calls(job: Job, steps: StepSelection | None) -> d.JobCalls:
     run = job.run
     buckets = {str(b.index): b.params for b in run.ddp_buckets} if run and run.ddp_buckets else {}

@@ -31,6 +31,7 @@ if picked:
         chosen = pick_ranks(job, f"overlap · {run}", overview.default_ranks(job), clicked)
         ranks = [job.ranks[at].rank for at in chosen]
         drawn = frame.filter(pl.col("rank").is_in(ranks)) if many else frame
+        drawn, per_bar = overview.binned_steps(drawn)
         if drawn.height:
             st.altair_chart(charts.overlap_chart(drawn), width="stretch")
         st.caption(
@@ -39,6 +40,12 @@ if picked:
                 "median step) are drawn first; click a cell of the overview, or choose in the "
                 "sidebar, to draw others; the table holds every rank. "
                 if many
+                else ""
+            )
+            + (
+                f"Each bar is the mean of {per_bar} consecutive steps (too many to draw one "
+                "by one; the table holds each). "
+                if per_bar > 1
                 else ""
             )
             + "Each bar is one step's window: compute alone, compute overlapping "
