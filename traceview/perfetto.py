@@ -129,7 +129,9 @@ def write_annotated(job: Job, sink: BinaryIO, compress: bool) -> int:
     encode = msgspec.json.Encoder().encode
     count = 0
     with (
-        gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=6)
+        # Level 3: as fast as 1 and within 5 % of its size; 6 takes twice as long for a quarter
+        # less, on a file written once and opened once.
+        gzip.GzipFile(fileobj=sink, mode="wb", compresslevel=3)
         if compress
         else nullcontext(sink) as out
     ):

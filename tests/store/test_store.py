@@ -169,6 +169,8 @@ def test_ingest_through_a_real_local_ray_runtime(store, tmp_path):
     )
     assert done.code == 0, done.err
     assert "2 jobs; 6 rank partition(s) written" in done.out
+    # What starting Ray cost is said before any trace is parsed.
+    assert re.search(r"engine: Ray started here in \d+\.\d s \(\d+ CPUs\)", done.err), done.err
     assert dict(os.environ) == env_before
     for job in ("zero2-dp4", "ddp-dp2"):
         assert _paths_out(_json("collectives", with_ray, "--job", job)) == _paths_out(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -21,12 +22,14 @@ def map_on_ray(
     address: str | None = None,
     on_done: Callable[[int, int, R], None] | None = None,
     on_crash: Callable[[tuple[object, ...], str], R] | None = None,
+    on_ready: Callable[[str], None] | None = None,
 ) -> list[R]:
     """`fn(*task)` as one Ray task each (one CPU each: a worker holds one trace at a time);
     results in task order. Joins the cluster at `address` (or RAY_ADDRESS), else starts Ray
     on this machine for the call (and stops it after); a session already started is used.
     A task whose worker died (killed, out of memory, its node lost) is not tried again: it
-    gets `on_crash(task, why)` (without it, the error is raised) and the others go on."""
+    gets `on_crash(task, why)` (without it, the error is raised) and the others go on.
+    `on_ready` is told what starting or joining Ray cost, before the first task runs."""
     try:
         import ray
     except ImportError:
@@ -34,13 +37,18 @@ def map_on_ray(
             "--engine ray needs Ray: pip install 'traceview[cluster]' (or ray)"
         ) from None
     started = not ray.is_initialized()
+    begun = time.monotonic()
+    local = address is None and not os.environ.get("RAY_ADDRESS")
     if started:
-        local = address is None and not os.environ.get("RAY_ADDRESS")
         extra: dict[str, Any] = {"include_dashboard": False} if local else {}
         try:
             ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False, **extra)
         except (ConnectionError, RuntimeError, ValueError) as e:
             raise TraceviewError(f"cannot start or reach Ray ({address or 'local'}): {e}") from None
+    if on_ready:
+        how = "already running" if not started else "started here" if local else "joined"
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        on_ready(f"Ray {how} in {time.monotonic() - begun:.1f} s ({cpus} CPUs)")
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(fn)
         refs = [remote.remote(*task) for task in tasks]

@@ -95,12 +95,14 @@ def ingest(
     max_memory_bytes: int | None = None,
     on_done: DoneFn | None = None,
     on_wait: WaitFn | None = None,
+    on_engine: WaitFn | None = None,
 ) -> Ingested:
     """Every run the paths name, into the store at `store` (made if need be), one job per run
     (named as RunSource.job, or `job` for a single run). `engine`: "local" (a process per core,
     or `jobs`) or "ray" (tasks on the Ray cluster at `address`; one is started on this machine
     when there is none). Other writers may run at once: each parses on its own and they move
-    their partitions into place one at a time."""
+    their partitions into place one at a time. `on_engine` is told what starting the engine
+    cost (Ray's start-up)."""
     if engine not in ENGINES:
         raise TraceviewError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
     root = layout.open_store(Path(store), create=True)
@@ -126,7 +128,9 @@ def ingest(
                 folder = incoming / name / str(i)
                 tasks.append((path, folder, comm_pattern, max_event_bytes, max_memory_bytes))
         if engine == "ray":
-            outcomes = map_on_ray(ingest_trace, tasks, address, on_done, on_crash=crashed)
+            outcomes = map_on_ray(
+                ingest_trace, tasks, address, on_done, on_crash=crashed, on_ready=on_engine
+            )
         else:
             outcomes = map_in_processes(ingest_trace, tasks, jobs, on_done, on_crash=crashed)
         unwritable = [o.cannot_write for o in outcomes if isinstance(o, Failure) and o.cannot_write]

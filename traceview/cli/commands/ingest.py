@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
         say("waiting", f"{args.store}: another writer is moving its partitions into place "
             f"({holder})")  # fmt: skip
 
+    def engine_ready(said: str) -> None:
+        progress.clear_line()
+        say("engine", said)
+
     done = ingest(
         args.paths,
         args.store,
@@ -66,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         max_memory_bytes=args.max_memory_mb << 20 if args.max_memory_mb else None,
         on_done=progress.file_done,
         on_wait=waiting,
+        on_engine=engine_ready,
     )
     progress.clear_line()
     for path in done.skipped:
