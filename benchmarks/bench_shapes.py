@@ -1,13 +1,19 @@
 """`traceview analyze` on trace shapes side by side, at one size: a DDP NCCL trace (and the same
-gzipped, as most traces are kept), a CPU-only Gloo trace, and that Gloo trace written back with
+gzipped, as most traces are kept), an 8-GPU job's rank with all-to-all and all-reduce on several
+streams (torchrec-like), a CPU-only Gloo trace, and that Gloo trace written back with
 four-decimal times (as Python's `json` leaves a trace a tool has edited), each tiled from a real
 trace (benchmarks/tile.py) to the same size.
 
 Each shape's runs alternate with the others' (a shared machine drifts), each its own process;
-the medians are reported with the CPU ratio to the NCCL trace. Run from the repository root:
+the medians are reported with the CPU ratio to the NCCL trace. With --peers, Holistic Trace
+Analysis (its load and communication/computation overlap, from the virtual environment
+bench_analyze.py makes) runs on each plain-JSON shape too, and TraceLens where --tracelens-python
+names a Python that has it (it is not on PyPI: install it from its repository); a peer that
+fails on a shape is said, not timed. Run from the repository root:
 
     .venv/bin/python benchmarks/bench_shapes.py                 # 200 MB each, 3 runs
     .venv/bin/python benchmarks/bench_shapes.py --mb 1000 --repeat 5
+    .venv/bin/python benchmarks/bench_shapes.py --peers          # HTA beside each shape
 """
 
 from __future__ import annotations
@@ -22,13 +28,14 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_analyze import MB, Run, measure_once, traceview_cmd
+from bench_analyze import HTA_VERSION, MB, Run, hta_cmd, hta_python, measure_once, traceview_cmd
 from tile import tile
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = ROOT / "tests/fixtures/traces"
 SHAPES = {
     "DDP, NCCL": FIXTURES / "nccl_ddp_w2_rank0.json.gz",
+    "8 GPUs, all-to-all + all-reduce (torchrec-like)": FIXTURES / "nccl_w8_rank3_step1010.json.gz",
     "CPU-only, Gloo": FIXTURES / "gloo_cpu_w300_rank34.json.gz",
 }
 FOUR_DECIMALS = "CPU-only, Gloo, 4-decimal times"
@@ -62,11 +69,32 @@ def build(work: Path, mb: float) -> dict[str, Path]:
     return out
 
 
+def tracelens_cmd(python: Path, path: Path) -> list[str]:
+    """TraceLens' tree of one rank's trace and its GPU timeline breakdown (its own first step)."""
+    code = (
+        "import sys\nfrom TraceLens import TreePerfAnalyzer\n"
+        "TreePerfAnalyzer.from_file(sys.argv[1]).get_df_gpu_timeline()"
+    )
+    return [str(python), "-c", code, str(path)]
+
+
+def peer_runs(cmd: list[str], repeat: int) -> list[Run] | str:
+    """`repeat` runs of a peer's command, or why it failed on this trace (one line)."""
+    try:
+        return [measure_once(cmd) for _ in range(repeat)]
+    except SystemExit as e:
+        lines = [line for line in str(e).splitlines() if line.strip()]
+        return f"failed: {lines[-1][:160] if lines else 'no message'}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=200, help="each trace's size in MB")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", type=Path, default=ROOT / "bench_out" / "shapes")
+    ap.add_argument("--peers", action="store_true", help="HTA (and TraceLens) on each shape")
+    ap.add_argument("--hta-venv", type=Path, default=ROOT / "bench_out/hta-venv")
+    ap.add_argument("--tracelens-python", type=Path, help="a Python with TraceLens installed")
     args = ap.parse_args()
     # Built in a process of its own: a parent grown by the tiling would count in every measured
     # child's peak RSS (a child starts as a copy of it).
@@ -98,6 +126,35 @@ def main() -> None:
             f"{size / cpu:,.0f} | {rss:,.0f} | {rss / size:.2f} | {cpu / base:.2f}× | "
             f"{wall / base_wall:.2f}× |"
         )
+    if args.peers:
+        peers(traces, runs, args)
+
+
+def peers(traces: dict[str, Path], ours: dict[str, list[Run]], args: argparse.Namespace) -> None:
+    """Each peer on each plain-JSON shape: its median wall time and traceview's lead."""
+    tools = {f"HTA {HTA_VERSION}": lambda p: hta_cmd(hta_python(args.hta_venv), p, args.work)}
+    if args.tracelens_python:
+        tools["TraceLens"] = lambda p: tracelens_cmd(args.tracelens_python, p)
+    print(f"\npeers, {args.repeat} runs each (medians; traceview's wall time from the table)")
+    print("| shape | tool | wall s | CPU s | peak RSS MB | traceview faster by (wall) |")
+    print("|---|---|---|---|---|---|")
+    for shape, path in traces.items():
+        if shape == GZIPPED:
+            continue
+        mine = statistics.median(r.wall_s for r in ours[shape])
+        for tool, cmd in tools.items():
+            theirs = peer_runs(cmd(path), args.repeat)
+            if isinstance(theirs, str):
+                print(f"| {shape} | {tool} | {theirs} | – | – | – |")
+                continue
+            wall = statistics.median(r.wall_s for r in theirs)
+            cpu = statistics.median(r.cpu_s for r in theirs)
+            rss = statistics.median(r.peak_rss_mb for r in theirs)
+            print(f"| {shape} | {tool} | {wall:.2f} | {cpu:.2f} | {rss:,.0f} | "
+                  f"{wall / mine:.1f}× |")  # fmt: skip
+    if not args.tracelens_python:
+        print("\nTraceLens: not run (it is not on PyPI; install it from its repository into a "
+              "virtual environment and pass --tracelens-python).")  # fmt: skip
 
 
 if __name__ == "__main__":
