@@ -120,7 +120,7 @@ def overview_map(job: Job, measure: str) -> int | None:
         overview.heat_map_chart(cells, len(job.ranks), measure),
         width="stretch",
         on_select="rerun",
-        key=f"overview of {measure}",
+        key=f"overview of {measure} · {job.name}",  # a click on one run's is not another's
     )
     clicked = (event.selection.get(overview.CLICKED) or []) if event else []
     return int(clicked[0]["shown"]) if clicked and "shown" in clicked[0] else None
@@ -132,12 +132,16 @@ def pick_ranks(job: Job, key: str, default: list[int], clicked: int | None = Non
     if not overview.many_ranks(job):
         return list(range(len(job.ranks)))
     key = f"ranks · {key}"
+    positions = range(len(job.ranks))
     if key not in st.session_state:
         st.session_state[key] = default
+    if clicked not in positions:
+        clicked = None
     if clicked is not None and st.session_state.get(f"{key} · clicked") != clicked:
         st.session_state[f"{key} · clicked"] = clicked  # added once, and can be removed again
         st.session_state[key] = list(dict.fromkeys([*st.session_state[key], clicked]))
+    st.session_state[key] = [at for at in st.session_state[key] if at in positions]
     labels = [rank_label(r.rank) for r in job.ranks]
     return st.sidebar.multiselect(
-        "ranks drawn", list(range(len(job.ranks))), key=key, format_func=labels.__getitem__
+        "ranks drawn", list(positions), key=key, format_func=labels.__getitem__
     )
