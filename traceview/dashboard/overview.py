@@ -132,6 +132,13 @@ def default_ranks(job: Job, step: int | None = None) -> list[int]:
     return ends_and_middle(timed) if timed else list(range(SHOWN_AT_ONCE))
 
 
+def ranks_by_memory(memory: pl.DataFrame) -> list[int]:
+    """The ranks of a memory frame (frames.memory_frame), from the one holding the fewest
+    measured bytes to the one holding the most."""
+    held = memory.group_by("rank").agg(pl.col("measured_mb").sum())
+    return held.sort("measured_mb", "rank")["rank"].to_list()
+
+
 def ends_and_middle(ordered: list[int]) -> list[int]:
     """The last, the middle and the first of a list in order (the largest, the median and the
     smallest), each once."""

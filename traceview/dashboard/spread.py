@@ -7,7 +7,14 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from traceview.dashboard.charts import COLLECTIVE_COLORS, FULL_WIDTH, AnyChart, colors, log_axis
+from traceview.dashboard.charts import (
+    COLLECTIVE_COLORS,
+    FULL_WIDTH,
+    AnyChart,
+    colors,
+    log_axis,
+    size_vs_duration_chart,
+)
 
 MAX_POINTS = 2_000  # more calls than this are drawn by size, not one by one
 
@@ -50,3 +57,10 @@ def size_spread_chart(spread: pl.DataFrame) -> AnyChart:
         base.mark_rule(strokeWidth=2).encode(y=alt.Y("low_ms:Q", **axis), y2="high_ms:Q"),  # type: ignore[arg-type]
         base.mark_point(filled=True, size=70).encode(y=alt.Y("median_ms:Q", **axis)),  # type: ignore[arg-type]
     ).properties(title="Size vs duration: median and range of every rank's calls", **FULL_WIDTH)
+
+
+def size_chart(calls: pl.DataFrame) -> AnyChart:
+    """Size against duration: every call, or beyond MAX_POINTS calls their spread by size."""
+    if calls["mb"].drop_nulls().len() > MAX_POINTS:
+        return size_spread_chart(size_spread(calls))
+    return size_vs_duration_chart(calls)

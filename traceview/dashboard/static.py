@@ -277,17 +277,13 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     memory = memory_frame(job)
     if memory.height:
         doc.add("<h3>Model states beside the ZeRO theory</h3>")
-        held = memory.group_by("rank").agg(pl.col("measured_mb").sum()).sort("measured_mb", "rank")
-        largest = overview.ends_and_middle(held["rank"].to_list())
+        held = overview.ranks_by_memory(memory)
         which = "the one holding the most, the median and the least"
-        memory = _drawn_ranks(memory, doc, largest, held.height, which)
+        memory = _drawn_ranks(memory, doc, overview.ends_and_middle(held), len(held), which)
         doc.chart(charts.memory_chart(memory))
     if calls.height and calls["mb"].drop_nulls().len():
         doc.add("<h3>Collectives: size and duration</h3>")
-        if calls["mb"].drop_nulls().len() > spread.MAX_POINTS:
-            doc.chart(spread.size_spread_chart(spread.size_spread(calls)))
-        else:
-            doc.chart(charts.size_vs_duration_chart(calls))
+        doc.chart(spread.size_chart(calls))
 
 
 def report_html(runs: Runs, title: str = "traceview report") -> str:

@@ -39,10 +39,8 @@ if picked:
                 f"Of {len(job.ranks)} ranks, the slowest, the median and the fastest at this "
                 "step are drawn (others: the sidebar); the table holds every rank's calls."
             )
-        if calls["mb"].drop_nulls().len() > spread.MAX_POINTS:
-            st.altair_chart(spread.size_spread_chart(spread.size_spread(calls)), width="stretch")
-        elif calls["mb"].drop_nulls().len():
-            st.altair_chart(charts.size_vs_duration_chart(calls), width="stretch")
+        if calls["mb"].drop_nulls().len():
+            st.altair_chart(spread.size_chart(calls), width="stretch")
         for fit in job.fits:
             st.write(f"**{fit.collective}**: {fit.advice}")
         table(calls, CALL_COLUMNS)

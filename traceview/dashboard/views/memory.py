@@ -26,14 +26,13 @@ if frame is not None:
     if frame.height == 0:
         st.info("Model-state memory comes from the harness's run.json; this run has none.")
     else:
-        held = frame.group_by("rank").agg(pl.col("measured_mb").sum()).sort("measured_mb", "rank")
-        many = held.height > overview.SHOWN_AT_ONCE
+        held = overview.ranks_by_memory(frame)
+        many = len(held) > overview.SHOWN_AT_ONCE
         if many:  # the largest, the median and the smallest first
-            order = held["rank"].to_list()
             shown = st.sidebar.multiselect(
                 "ranks drawn",
-                sorted(order),
-                default=overview.ends_and_middle(order),
+                sorted(held),
+                default=overview.ends_and_middle(held),
                 format_func=rank_label,
             )
             frame = frame.filter(pl.col("rank").is_in(shown))
@@ -42,7 +41,7 @@ if frame is not None:
         layout = frame["as_run_mb"].is_not_null().any()
         st.caption(
             (
-                f"Of {held.height} ranks, the one holding the most, the median and the least "
+                f"Of {len(held)} ranks, the one holding the most, the median and the least "
                 "are drawn (others: the sidebar). "
                 if many
                 else ""

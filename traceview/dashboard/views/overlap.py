@@ -48,7 +48,7 @@ if picked:
                 if per_bar > 1
                 else ""
             )
-            + "Each bar is one step's window: compute alone, compute overlapping "
+            + "A step's window in four parts: compute alone, compute overlapping "
             "communication, communication exposed, and idle (definitions in docs/metrics.md)."
         )
         table(frame.pivot(on="part", index=["rank", "step"], values="ms"), OVERLAP_COLUMNS)
