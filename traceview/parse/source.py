@@ -9,6 +9,7 @@ import contextlib
 import io
 import mmap
 import queue
+import re
 import sys
 import threading
 import zlib
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from traceview import compression
 from traceview.errors import TraceviewError, unreadable
 from traceview.inputs import STDIN, ProgressFn, is_stream
 
@@ -45,10 +47,10 @@ _DONE = object()
 
 
 def inflated_ahead(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """`chunks`, made on a thread of their own up to INFLATE_AHEAD before they are read: zlib
-    lets go of the GIL while it inflates, and the scanner while it scans, so a gzip trace's two
-    halves of the work run at once. What the thread raises is raised here; a reader that stops
-    early stops the thread."""
+    """`chunks`, made on a thread of their own up to INFLATE_AHEAD before they are read: the
+    inflater lets go of the GIL while it inflates, and the scanner while it scans, so a gzip
+    trace's two halves of the work run at once. What the thread raises is raised here; a reader
+    that stops early stops the thread."""
     ready: queue.Queue[object] = queue.Queue(INFLATE_AHEAD)
     stop = threading.Event()
 
@@ -219,7 +221,7 @@ class ByteSource:
     def _gunzip(
         self, f: io.BufferedIOBase, block: bytes, progress: ProgressFn | None
     ) -> Iterator[bytes]:
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        inflater = _inflater()
         in_member = False  # fed bytes to `inflater` that have not reached a member's end yet
         consumed = 0  # compressed bytes read before `block`
         while block:
@@ -234,7 +236,7 @@ class ByteSource:
                     in_member = True
                     try:
                         out = inflater.decompress(pending, CHUNK_SIZE)
-                    except zlib.error as e:
+                    except compression.INFLATE_ERRORS as e:
                         raise TraceviewError(self._corrupt(e, where, len(pending))) from None
                     if out:
                         yield out
@@ -244,7 +246,7 @@ class ByteSource:
                         used = len(pending) - len(inflater.unused_data)
                         where += used
                         pending = inflater.unused_data
-                        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                        inflater = _inflater()
                     else:
                         pending = inflater.unconsumed_tail
             consumed += len(block)
@@ -256,12 +258,13 @@ class ByteSource:
                 yield tail
             self.cut_short = not inflater.eof
 
-    def _corrupt(self, error: zlib.error, where: int, length: int) -> str:
-        reason = str(error).removeprefix("Error -3 while decompressing data: ")
-        if "check" in reason:  # the CRC or length at the end: the damage may be anywhere
+    def _corrupt(self, error: Exception, where: int, length: int) -> str:
+        reason = _ERROR_CODE.sub("", str(error))
+        if "check" in reason.lower():  # the CRC or length at the end: the damage may be anywhere
             return (
-                f"{self.path}: corrupt gzip data: {reason} at the end of its stream (compressed "
-                f"byte {where + length:,}); the damage is somewhere before it"
+                f"{self.path}: corrupt gzip data: its check (CRC or length) fails at the end of "
+                f"its stream (compressed byte {where + length:,}); the damage is somewhere "
+                "before it"
             )
         return (
             f"{self.path}: corrupt gzip data ({reason}), found in compressed bytes {where:,}–"
@@ -274,6 +277,18 @@ class ByteSource:
         while more := self._read(f):
             rest += len(more)
         return rest
+
+
+# zlib's "Error -3 while decompressing data: invalid block type", ISA-L's "Error -1 Invalid
+# deflate block found": the words kept, the code dropped.
+_ERROR_CODE = re.compile(r"^Error -?\d+ (while decompressing data: )?")
+
+
+def _inflater() -> zlib._Decompress:  # ISA-L's has the same methods
+    """A gzip member's inflater (16 + MAX_WBITS: the gzip header and trailer, not raw deflate)."""
+    inflating = compression.inflating
+    decompressor: zlib._Decompress = inflating.decompressobj(16 + inflating.MAX_WBITS)
+    return decompressor
 
 
 def _map(f: io.BufferedIOBase) -> mmap.mmap | None:
