@@ -1,0 +1,135 @@
+"""What each small trace costs above its bytes: the fixed CPU a worker pays per rank trace.
+
+At 1,024 ranks of a few MB each, an ingest's time is mostly what every trace pays whatever its
+size (setting up the tables, each polars call's own cost, writing a partition). This measures
+it the way a worker pays it: in one warm process, `ingest_trace` (parse, analyse, write the
+rank's partition) on each small trace over and over, with a worker's settings (polars' pool of
+one thread, traceview/preload.py), its CPU time (all threads) per trace;
+then the same on one large tiling of the same trace, whose CPU per MB is the cost of the bytes.
+The fixed cost of a small trace is its CPU less its MB times that rate. Where it goes: the
+same trace read alone (`read_trace`), analysed from its bytes (`analyze_trace`), and written.
+Run from the repository root:
+
+    .venv/bin/python benchmarks/bench_small.py                  # 3 shapes, 20 runs each
+    .venv/bin/python benchmarks/bench_small.py --repeat 5       # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from traceview import preload
+
+# A worker's settings, before polars loads (the program's own, and the pool of one thread that
+# `preload.for_workers` gives each worker process).
+preload.for_the_program()
+os.environ.setdefault(preload.POLARS_THREADS_ENV, "1")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_analyze import MB  # noqa: E402
+from tile import tile  # noqa: E402
+
+from traceview.loader.ingest import ingest_trace  # noqa: E402
+from traceview.loader.rank import analyze_trace  # noqa: E402
+from traceview.parse import read_trace  # noqa: E402
+from traceview.parse.stream import MAX_EVENT_BYTES  # noqa: E402
+from traceview.store.partition import source_of, write_partition  # noqa: E402
+
+ROOT = Path(__file__).parents[1]
+FIXTURES = ROOT / "tests/fixtures/traces"
+SHAPES = {  # name: a small real rank trace
+    "DDP, NCCL, one step": FIXTURES / "nccl_ddp_w2_rank0_step5.json.gz",
+    "8 GPUs, all-to-all + all-reduce (torchrec-like), one step": FIXTURES
+    / "nccl_w8_rank3_step1010.json.gz",
+    "CPU-only, Gloo, the harness's rank (4 steps)": ROOT
+    / "sample_traces/cpu_sweep/ddp-dp4/rank1.pt.trace.json.gz",
+}
+LARGE_MB = 100  # the tiling whose CPU per MB is the cost of the bytes
+
+
+def cpu_of(fn: Callable[[], object], repeat: int) -> float:
+    """The median CPU seconds (every thread of this process) of `repeat` calls of fn."""
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def plain_copy(trace: Path, work: Path) -> Path:
+    """The trace as plain JSON (a gzip's inflating is a cost of its bytes, measured apart)."""
+    target = work / (trace.name.removesuffix(".gz"))
+    target.write_bytes(gzip.decompress(trace.read_bytes()))
+    return target
+
+
+def costs(trace: Path, folders: Path, repeat: int) -> dict[str, float]:
+    def ingest() -> None:
+        folder = Path(tempfile.mkdtemp(dir=folders)) / "partition"  # made by the writer
+        ingest_trace(trace, folder, None, MAX_EVENT_BYTES)
+        shutil.rmtree(folder.parent)
+
+    report = analyze_trace(trace, keep_intervals=True)
+
+    def write() -> None:
+        folder = Path(tempfile.mkdtemp(dir=folders)) / "partition"
+        write_partition(report, folder, source_of(trace), None)
+        shutil.rmtree(folder.parent)
+
+    ingest()  # warm: imports, the compiled scanner, polars' thread pool
+    return {
+        "ingest": cpu_of(ingest, repeat),
+        "read": cpu_of(lambda: read_trace(trace), repeat),
+        "analyze": cpu_of(lambda: analyze_trace(trace, keep_intervals=True), repeat),
+        "write": cpu_of(write, repeat),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--work", type=Path, default=ROOT / "bench_out" / "small")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    folders = Path(tempfile.mkdtemp(dir=args.work))
+    try:
+        rows = []
+        for name, source in SHAPES.items():
+            print(f"{name} …", file=sys.stderr)
+            small = plain_copy(source, args.work)
+            large = args.work / f"{small.stem}-{LARGE_MB}MB.json"
+            if not large.exists():
+                tile(small, large, LARGE_MB * int(MB))
+            mb, large_mb = small.stat().st_size / MB, large.stat().st_size / MB
+            per_mb = costs(large, folders, max(2, args.repeat // 10))["ingest"] / large_mb
+            rows.append((name, mb, per_mb, costs(small, folders, args.repeat)))
+    finally:
+        shutil.rmtree(folders)
+    print(
+        f"ingest_trace on small rank traces, one warm process, medians of {args.repeat} "
+        f"(CPU ms; per MB: from a {LARGE_MB} MB tiling of the same trace)"
+    )
+    print("| shape | MB | CPU ms | of which its bytes | fixed ms | read | analyze | write |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, mb, per_mb, c in rows:
+        ms = {k: v * 1000 for k, v in c.items()}
+        bytes_ms = per_mb * mb * 1000
+        print(
+            f"| {name} | {mb:.1f} | {ms['ingest']:.0f} | {bytes_ms:.0f} "
+            f"({per_mb * 1000:.1f} ms/MB) | {ms['ingest'] - bytes_ms:.0f} | {ms['read']:.0f} | "
+            f"{ms['analyze']:.0f} | {ms['write']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
