@@ -310,3 +310,18 @@ def test_the_timeline_of_many_ranks_draws_the_slowest_median_and_fastest(monkeyp
     assert set(bars) == {0, 2, 5}
     buckets = page("buckets", tmp_path, monkeypatch, run="job")
     assert set(tables(buckets, 0)[0].column("rank").to_pylist()) == {0, 2, 5}
+
+
+def test_the_overlap_page_says_who_the_ranks_waited_for(monkeypatch, tmp_path):
+    from tests.analysis.test_stragglers import stepped
+
+    stepped(tmp_path, [2] * 9 + [1])
+    at = page("overlap", tmp_path, monkeypatch, run="job")
+    assert [h.value for h in at.subheader] == ["Who the ranks waited for"]
+    assert any(
+        c.value.startswith("10 of 10 steps had a straggler; rank 2 in 9 of them, the same rank")
+        for c in at.caption
+    )
+    (points,) = [t for i in range(len(at.get("vega_lite_chart"))) for t in tables(at, i)
+                 if "caused_ms" in t.column_names]  # fmt: skip
+    assert points.column("rank").to_pylist() == [2] * 9 + [1]

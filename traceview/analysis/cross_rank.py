@@ -54,7 +54,9 @@ class CrossRank:
     unmatched: int  # calls of some rank in no kept match
     ranks: tuple[RankAlignment, ...]  # empty when not aligned
     straggler: int | None  # the rank that arrives last most often; None when ranks tie
-    calls: pl.DataFrame  # every kept match per rank, aligned: + wait_ns, transfer_ns, match
+    # every kept match per rank, aligned: + wait_ns, transfer_ns, match, last_rank (who arrived
+    # last at that match)
+    calls: pl.DataFrame
 
     def of(self, rank: int) -> RankAlignment:
         return next(r for r in self.ranks if r.rank == rank)
@@ -170,11 +172,9 @@ def _split(
     last = (
         aligned.sort("arrive", "rank", descending=True)  # equal arrivals: the higher rank, always
         .group_by("match")
-        .agg(pl.col("rank").first())
-        .group_by("rank")
-        .len()
+        .agg(last_rank=pl.col("rank").first())
     )
-    last_counts = dict(last.iter_rows())
+    last_counts = dict(last.group_by("last_rank").len().iter_rows())
     totals = aligned.group_by("rank").agg(pl.col("wait_ns").sum(), pl.col("transfer_ns").sum())
     per_rank = {r: (w, t) for r, w, t in totals.iter_rows()}
     alignments = tuple(
@@ -201,7 +201,7 @@ def _split(
         unmatched=total_calls - aligned.height,
         ranks=alignments,
         straggler=straggler,
-        calls=aligned.drop(
+        calls=aligned.join(last, on="match", how="left").drop(
             "pg_key", "size_key", "order", "offset", "arrive", "leave", "last", "holds", "on_device"
         ),
     )

@@ -4,13 +4,15 @@ rank) stays silent rather than guess."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import polars as pl
 
 from traceview.analysis.buckets import GRADIENT_COLLECTIVES
+from traceview.analysis.finding import Finding, ms, traced_of
 from traceview.analysis.fits import megabytes
 from traceview.analysis.job import JobReport
+from traceview.analysis.straggler_findings import rotating_stragglers, straggler
 from traceview.strategies import STRATEGIES
 
 # Exposed communication matters from this share of the ranks' step time.
@@ -19,27 +21,9 @@ MATERIAL_SHARE = 0.05
 TAIL_SHARE = 0.5
 # ZeRO-3: all-gathers count as not overlapped when this share of their time is exposed.
 GATHER_EXPOSED_SHARE = 0.5
-# A straggler arrives last at this share of the matched collectives (at least 1.5 / ranks, so
-# that of two ranks one is not a straggler by chance), and the others wait this share of
-# their time in collectives for it.
-STRAGGLER_SHARE = 0.5
-STRAGGLER_WAIT_SHARE = 0.10
 # A GPU idle for more than this share of its steps' windows is waiting on something.
 IDLE_SHARE = 0.30
 NO_FINDINGS = "no findings: no rule found anything to change (docs/findings.md)"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Finding:
-    rule: str  # backward_tail, small_buckets, unhidden_gathers, straggler, noisy_steps, memory_fit
-    job: str
-    what: str  # what the numbers show
-    action: str  # what to do about it
-    numbers: dict[str, float | int | str] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        return f"{self.what} → {self.action}"
 
 
 def _window_ns(job: JobReport) -> int:
@@ -51,10 +35,6 @@ def _window_ns(job: JobReport) -> int:
         elif r.total is not None:
             total += r.total.window_ns
     return total
-
-
-def _ms(ns: float) -> float:
-    return round(ns / 1e6, 3)
 
 
 def backward_tail(job: JobReport, name: str, strategy: str | None = None) -> Finding | None:
@@ -79,13 +59,13 @@ def backward_tail(job: JobReport, name: str, strategy: str | None = None) -> Fin
         job=name,
         what=(
             f"{100 * tail / exposed:.0f}% of the exposed gradient communication runs after the "
-            f"backward pass ends ({_ms(tail / steps):,.1f} ms per rank and step, "
+            f"backward pass ends ({ms(tail / steps):,.1f} ms per rank and step, "
             f"{100 * tail / window:.0f}% of the step time)"
             + (f", most of it FSDP unit {last}'s" if last else "")
         ),
         action=_earlier_gradients(strategy, last),
         numbers={
-            "tail_exposed_ms_per_step": _ms(tail / steps),
+            "tail_exposed_ms_per_step": ms(tail / steps),
             "tail_share_pct": round(100 * tail / exposed, 1),
             "step_time_share_pct": round(100 * tail / window, 1),
             **({"last_unit": last} if last else {}),
@@ -219,41 +199,6 @@ def unhidden_gathers(job: JobReport, name: str, strategy: str | None) -> Finding
     )
 
 
-def straggler(job: JobReport, name: str) -> Finding | None:
-    """One rank arriving last at most collectives, and the others waiting for it."""
-    cross = job.cross_rank
-    if cross is None or not cross.aligned or cross.straggler is None or not cross.matched:
-        return None
-    n = len(cross.ranks)
-    late = next(a for a in cross.ranks if a.rank == cross.straggler)
-    share = late.last_arrivals / cross.matched
-    others = [a for a in cross.ranks if a.rank != late.rank]
-    wait = sum(a.wait_ns for a in others)
-    busy = sum(a.wait_ns + a.transfer_ns for a in others)
-    if share < max(STRAGGLER_SHARE, 1.5 / n) or not busy or wait < STRAGGLER_WAIT_SHARE * busy:
-        return None
-    skews = [s.longest_ns - s.shortest_ns for s in job.step_skew]
-    skew = sorted(skews)[len(skews) // 2] if skews else None
-    said_skew = f"; steps differ by {_ms(skew):,.1f} ms across ranks (median)" if skew else ""
-    return Finding(
-        rule="straggler",
-        job=name,
-        what=(
-            f"rank {late.rank} arrives last at {late.last_arrivals} of {cross.matched} "
-            f"collectives; the other ranks spend {100 * wait / busy:.0f}% of their collective "
-            f"time waiting for it{said_skew}"
-        ),
-        action=_look_at(late.rank, job),
-        numbers={
-            "rank": late.rank,
-            "last_arrivals": late.last_arrivals,
-            "matched": cross.matched,
-            "others_wait_pct": round(100 * wait / busy, 1),
-            **({"median_step_skew_ms": _ms(skew)} if skew else {}),
-        },
-    )
-
-
 # Where a GPU's idle time sits, and what usually puts it there.
 _IDLE_CAUSES = {
     "among_kernels": (
@@ -307,40 +252,16 @@ def gpu_idle(job: JobReport, name: str) -> Finding | None:
         job=name,
         what=(
             f"the GPU is idle {100 * idle / window:.0f}% of its steps' time ({len(parts)} "
-            f"rank-steps): {said}; and it waits {_ms(before):,.1f} ms before each step's first "
+            f"rank-steps): {said}; and it waits {ms(before):,.1f} ms before each step's first "
             "kernel"
         ),
         action="the GPU waits on the host: " + "; ".join(causes),
         numbers={
             "idle_pct": round(100 * idle / window, 1),
             **{f"{p}_pct": round(100 * where[p] / inside, 1) for p in _IDLE_CAUSES},
-            "before_first_kernel_ms_per_step": _ms(before),
+            "before_first_kernel_ms_per_step": ms(before),
         },
     )
-
-
-def _look_at(rank: int, job: JobReport) -> str:
-    """Where a straggler's time goes: its GPU on GPU jobs, its CPU cores on CPU-only ones."""
-    gpu = any(r.mode == "gpu" for r in job.ranks)
-    device = (
-        "its GPU's clocks and temperature"
-        if gpu
-        else "other processes on its CPU cores and their frequency"
-    )
-    traced, world = _traced(job)
-    pace = (
-        "the job runs at its pace"
-        if traced >= world
-        else f"it is the slowest of the {traced} traced ranks; ranks not traced may be slower"
-    )
-    return f"look at rank {rank}: its host, its data loading, {device}; {pace}"
-
-
-def _traced(job: JobReport) -> tuple[int, int]:
-    """(ranks traced, the job's world size): the world is the largest any trace says."""
-    traced = len({r.rank for r in job.ranks if r.rank is not None}) or len(job.ranks)
-    world = max((r.world_size for r in job.ranks if r.world_size), default=traced)
-    return traced, max(world, traced)
 
 
 # The rules whose advice depends on the job's strategy.
@@ -355,10 +276,11 @@ def job_findings(job: JobReport, name: str) -> list[Finding]:
         backward_tail(job, name, of.name),
         small_buckets(job, name, of.name),
         unhidden_gathers(job, name, of.name),
-        straggler(job, name),
+        late := straggler(job, name),
+        None if late else rotating_stragglers(job, name),
         gpu_idle(job, name),
     ]
-    traced, world = _traced(job)
+    traced, world = traced_of(job)
     out = []
     for f in found:
         if f is None:

@@ -16,6 +16,7 @@ from traceview.analysis.calls import bus_factors
 from traceview.analysis.cross_rank import CrossRank, StepSkew, align, step_skew
 from traceview.analysis.fits import AlphaBetaFit, fit_alpha_beta
 from traceview.analysis.rank import RankReport
+from traceview.analysis.stragglers import Recurrence, recurrence
 from traceview.analysis.strategy_of import StrategyOf, infer_strategy
 from traceview.parse.run_record import RunRecord
 from traceview.strategies import strategy
@@ -134,6 +135,15 @@ class JobReport:
     @cached_property
     def step_skew(self) -> tuple[StepSkew, ...]:
         return tuple(step_skew(step_windows(self.ranks)))
+
+    @cached_property
+    def recurrence(self) -> Recurrence | None:
+        """Per step, the rank the others waited for, and whether it recurs; None unless the
+        ranks are aligned."""
+        if not self.aligned:
+            return None
+        assert self.cross_rank is not None
+        return recurrence(self.cross_rank.calls, len(self.cross_rank.ranks))
 
 
 def on_transfer(calls: pl.DataFrame) -> pl.DataFrame:

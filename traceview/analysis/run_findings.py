@@ -3,7 +3,7 @@ which ZeRO stage fits a memory budget (docs/findings.md)."""
 
 from __future__ import annotations
 
-from traceview.analysis.findings import Finding
+from traceview.analysis.finding import Finding
 from traceview.analysis.scaling import ScalingRow
 from traceview.analysis.theory import model_state_bytes, run_precision
 from traceview.parse.run_record import RunRecord

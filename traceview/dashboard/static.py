@@ -24,7 +24,7 @@ from traceview import (
     TraceviewError,
     __version__,
 )
-from traceview.dashboard import charts, overview, spread
+from traceview.dashboard import charts, overview, spread, stragglers
 from traceview.dashboard.frames import (
     NEEDS_A_RECORD,
     calls_frame,
@@ -247,6 +247,17 @@ def _overview(doc: _Doc, job: Job) -> None:
         doc.chart(overview.heat_map_chart(cells, len(job.ranks), measure, clickable=False))
 
 
+def _stragglers(doc: _Doc, job: Job) -> None:
+    waited_for = stragglers.of(job)
+    if waited_for is None:
+        return
+    doc.add("<h3>Who the ranks waited for</h3>")
+    points, per_point = stragglers.straggler_frame(waited_for)
+    doc.add(f"<p>{_e(stragglers.said(waited_for) + stragglers.binned_words(per_point))}</p>")
+    if points.height:
+        doc.chart(stragglers.straggler_chart(points))
+
+
 def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     doc.add(f'<h2 id="{_anchor(i)}">{_e(name)}</h2>')
     first = job.ranks[0]
@@ -269,6 +280,7 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
         doc.add("<p>No step's window split: these traces do not measure communication.</p>")
     else:
         doc.add("<p>No profiler steps in these traces (ProfilerStep#N).</p>")
+    _stragglers(doc, job)
     doc.add("<h3>Most exposed collectives</h3>")
     calls = calls_frame(job)
     doc.add(_most_exposed(calls))

@@ -14,9 +14,10 @@ from traceview.analysis import Breakdown, RankReport
 from traceview.analysis.breakdown import METRICS
 from traceview.analysis.cross_rank import RankAlignment
 from traceview.analysis.exposure import exposure_by_step
-from traceview.analysis.findings import Finding
+from traceview.analysis.finding import Finding
 from traceview.analysis.fits import AlphaBetaFit
 from traceview.analysis.spread import rank_spread
+from traceview.analysis.stragglers import Recurrence
 from traceview.documents import structs as d
 from traceview.documents.steps import StepSelection
 from traceview.loader import Job, Runs
@@ -288,6 +289,31 @@ def job_ranks(job: Job) -> d.JobRanks:
                 slowest_rank=s.slowest_rank,
             )
             for s in job.step_skew
+        ],
+        stragglers=stragglers(job.stragglers),
+    )
+
+
+def stragglers(rec: Recurrence | None) -> d.Stragglers | None:
+    if rec is None:
+        return None
+    return d.Stragglers(
+        verdict=rec.verdict,
+        rank=rec.rank,
+        steps_waited_for=rec.count,
+        steps_with_a_straggler=rec.judged,
+        ranks_waited_for=rec.distinct,
+        chance=rec.chance,
+        per_step=[
+            d.StepStraggler(
+                step=s.step,
+                collectives=s.collectives,
+                wait_share=s.wait_share,
+                rank=s.rank,
+                last_at=s.last_at,
+                caused_us=s.caused_ns / 1000,
+            )
+            for s in rec.steps
         ],
     )
 

@@ -248,6 +248,29 @@ class StepSkew(Struct, kw_only=True):
     slowest_rank: int
 
 
+class StepStraggler(Struct, kw_only=True):
+    """docs/metrics.md "Stragglers": the rank the others waited for in one step."""
+
+    step: int
+    collectives: int  # matched collectives in the step
+    wait_share: float  # the ranks' wait / their time in the step's collectives
+    rank: int | None  # None: they waited less than 10 % of it, or two ranks tie
+    last_at: int  # the step's collectives that rank arrived last at
+    caused_us: Us  # the others' wait at those collectives
+
+
+class Stragglers(Struct, kw_only=True):
+    """Whether the rank waited for is the same step after step (docs/metrics.md "Stragglers")."""
+
+    verdict: Literal["one rank", "rotating", "undecided", "too few steps"]
+    rank: int | None  # the straggler of the most steps (None when tied or none)
+    steps_waited_for: int  # steps that rank is the straggler of
+    steps_with_a_straggler: int
+    ranks_waited_for: int  # ranks that are some step's straggler
+    chance: float | None  # how likely ranks drawn at random each step would do as `rank` did
+    per_step: list[StepStraggler]
+
+
 class JobRanks(JobHead, kw_only=True):
     ranks: int
     compared: bool  # two or more traces of known rank: the figures below are computed
@@ -261,6 +284,7 @@ class JobRanks(JobHead, kw_only=True):
     straggler: int | None
     per_rank: list[Alignment]
     step_skew: list[StepSkew]
+    stragglers: Stragglers | None = None  # aligned jobs only
 
 
 class RanksDocument(Document, kw_only=True):

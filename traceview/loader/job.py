@@ -12,7 +12,8 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis.cross_rank import CrossRank, StepSkew
-from traceview.analysis.findings import Finding, job_findings
+from traceview.analysis.finding import Finding
+from traceview.analysis.findings import job_findings
 from traceview.analysis.fits import AlphaBetaFit
 from traceview.analysis.job import JobReport
 from traceview.analysis.prediction import (
@@ -24,6 +25,7 @@ from traceview.analysis.prediction import (
 from traceview.analysis.rank import RankReport
 from traceview.analysis.run_findings import memory_fit, noisy_steps
 from traceview.analysis.scaling import ScalingRow, scaling_rows
+from traceview.analysis.stragglers import Recurrence
 from traceview.analysis.strategy_of import StrategyOf
 from traceview.errors import Note, TraceviewError
 from traceview.inputs import ProgressFn, is_stream
@@ -86,6 +88,12 @@ class Job:
     @property
     def step_skew(self) -> tuple[StepSkew, ...]:
         return self.report.step_skew
+
+    @property
+    def stragglers(self) -> Recurrence | None:
+        """Per step, the rank the others waited for, and whether it is the same rank step
+        after step (docs/metrics.md "Stragglers"); None unless the ranks are aligned."""
+        return self.report.recurrence
 
     @property
     def fits(self) -> tuple[AlphaBetaFit, ...]:

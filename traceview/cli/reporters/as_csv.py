@@ -65,6 +65,7 @@ RANK_COLUMNS = {
     "transfer_us": pl.Float64,
     "last_arrivals": pl.Int64,
     "straggler": pl.Boolean,
+    "steps_waited_for": pl.Int64,
     "reason": pl.String,
 }
 
@@ -77,12 +78,14 @@ def ranks(runs: Runs) -> str:
             continue
         if not job.aligned:
             rows.append({"job": job.job, "aligned": False, "reason": job.reason})
+        per_step = job.stragglers.per_step if job.stragglers else []
         rows += [
             {
                 "job": job.job,
                 "aligned": True,
                 **msgspec.structs.asdict(a),
                 "straggler": a.rank == job.straggler,
+                "steps_waited_for": sum(1 for s in per_step if s.rank == a.rank),
                 "reason": job.reason,
             }
             for a in job.per_rank

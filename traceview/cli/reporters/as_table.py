@@ -14,6 +14,7 @@ from traceview.documents.words import (
     COMM_PER_STEP,
     LOWER_BOUND,
     NO_FINDINGS,
+    stragglers_said,
     strategy_said,
 )
 from traceview.loader import Runs
@@ -268,9 +269,29 @@ def ranks(runs: Runs) -> str:
                 f"  straggler: rank {straggler.rank} (arrived last at {straggler.last_arrivals} "
                 f"of {job.matched_collectives} collectives)"
             )
+        lines += _straggler_lines(job.stragglers)
         lines += _skew_lines(job)
         lines.append("")
     return "\n".join(lines)
+
+
+def _straggler_lines(s: d.Stragglers | None) -> list[str]:
+    """The verdict, then the steps as runs of the same straggler (steps 1–4: rank 2)."""
+    if s is None or not s.per_step:
+        return []
+    head = f"  stragglers by step: {stragglers_said(s)}"
+    runs: list[list[object]] = []  # [first step, last step, rank]
+    for step in s.per_step:
+        if runs and runs[-1][2] == step.rank and runs[-1][1] == step.step - 1:
+            runs[-1][1] = step.step
+        else:
+            runs.append([step.step, step.step, step.rank])
+    said = [
+        f"{'step' if a == b else 'steps'} {a if a == b else f'{a}–{b}'}: "
+        f"{'-' if who is None else f'rank {who}'}"
+        for a, b, who in runs
+    ]
+    return [head, "    " + " · ".join(said)]
 
 
 def _skew_lines(job: d.JobRanks) -> list[str]:

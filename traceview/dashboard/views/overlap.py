@@ -1,7 +1,7 @@
 import polars as pl
 import streamlit as st
 
-from traceview.dashboard import charts, overview
+from traceview.dashboard import charts, overview, stragglers
 from traceview.dashboard.frames import overlap_frame
 from traceview.dashboard.ui import overview_map, pick_ranks, pick_run, table
 
@@ -52,3 +52,10 @@ if picked:
             "communication, communication exposed, and idle (definitions in docs/metrics.md)."
         )
         table(frame.pivot(on="part", index=["rank", "step"], values="ms"), OVERLAP_COLUMNS)
+        waited_for = stragglers.of(job)
+        if waited_for is not None:
+            st.subheader("Who the ranks waited for")
+            points, per_point = stragglers.straggler_frame(waited_for)
+            st.caption(stragglers.said(waited_for) + stragglers.binned_words(per_point))
+            if points.height:
+                st.altair_chart(stragglers.straggler_chart(points), width="stretch")

@@ -1,0 +1,35 @@
+"""What every finding is (docs/findings.md), and what the rules share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from traceview.analysis.job import JobReport
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    # backward_tail, small_buckets, unhidden_gathers, straggler, rotating_stragglers, gpu_idle,
+    # noisy_steps, memory_fit
+    rule: str
+    job: str
+    what: str  # what the numbers show
+    action: str  # what to do about it
+    numbers: dict[str, float | int | str] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return f"{self.what} → {self.action}"
+
+
+def ms(ns: float) -> float:
+    return round(ns / 1e6, 3)
+
+
+def traced_of(job: JobReport) -> tuple[int, int]:
+    """(ranks traced, the job's world size): the world is the largest any trace says."""
+    traced = len({r.rank for r in job.ranks if r.rank is not None}) or len(job.ranks)
+    world = max((r.world_size for r in job.ranks if r.world_size), default=traced)
+    return traced, max(world, traced)
