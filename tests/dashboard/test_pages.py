@@ -317,7 +317,7 @@ def test_the_overlap_page_says_who_the_ranks_waited_for(monkeypatch, tmp_path):
 
     stepped(tmp_path, [2] * 9 + [1])
     at = page("overlap", tmp_path, monkeypatch, run="job")
-    assert [h.value for h in at.subheader] == ["Who the ranks waited for"]
+    assert at.subheader[0].value == "Who the ranks waited for"
     assert any(
         c.value.startswith("10 of 10 steps had a straggler; rank 2 in 9 of them, the same rank")
         for c in at.caption
@@ -325,3 +325,16 @@ def test_the_overlap_page_says_who_the_ranks_waited_for(monkeypatch, tmp_path):
     (points,) = [t for i in range(len(at.get("vega_lite_chart"))) for t in tables(at, i)
                  if "caused_ms" in t.column_names]  # fmt: skip
     assert points.column("rank").to_pylist() == [2] * 9 + [1]
+
+
+def test_the_overlap_page_says_where_the_ranks_collectives_do_not_line_up(monkeypatch, tmp_path):
+    from tests.analysis.test_desync import everyone, job
+
+    calls = {r: everyone() for r in (0, 1, 3)}
+    calls[2] = everyone(s for s in range(1, 9) if s != 3)
+    job(tmp_path, calls)
+    at = page("overlap", tmp_path, monkeypatch, run="job")
+    assert "Do the ranks' collectives line up?" in [h.value for h in at.subheader]
+    assert any(c.value.startswith("31 calls of 1 group(s) lined up by sequence numbers: 1 sign")
+               for c in at.caption)  # fmt: skip
+    assert any("rank 2 has no call at sequence number 3 of group 7" in m.value for m in at.markdown)

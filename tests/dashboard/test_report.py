@@ -144,3 +144,19 @@ def test_the_charting_scripts_are_made_once_and_a_damaged_copy_again(tmp_path, m
     # Where the cache cannot be written, the scripts are made each time, and nothing fails.
     monkeypatch.setenv("XDG_CACHE_HOME", str(kept))  # a file, not a folder
     assert htmlpage.packed_charting_script() == made
+
+
+def test_the_report_says_where_the_ranks_collectives_do_not_line_up(tmp_path):
+    from tests.analysis.test_desync import everyone, job
+
+    calls = {r: everyone() for r in (0, 1, 3)}
+    calls[2] = everyone(s for s in range(1, 9) if s != 3)
+    out = tmp_path / "report.html"
+    assert traceview("report", job(tmp_path, calls), "--output", out).code == 0
+    html = out.read_text()
+    section = html[html.index("<h3>Do the ranks' collectives line up?</h3>") :]
+    assert "31 calls of 1 group(s) lined up by sequence numbers: 1 sign(s)" in section
+    assert "<li>rank 2 has no call at sequence number 3 of group 7, where ranks 0, 1, 3" in section
+    # The finding says it too, at the top.
+    findings = html[html.index('id="findings"') : html.index('id="scaling"')]
+    assert "the ranks&#x27; collectives do not line up" in findings

@@ -264,6 +264,37 @@ def gpu_idle(job: JobReport, name: str) -> Finding | None:
     )
 
 
+def desync(job: JobReport, name: str) -> Finding | None:
+    """A rank lacking a collective the others ran, calls that differ at one sequence number or
+    step, or a rank that stops joining while its trace goes on: what hangs a job."""
+    found = job.desync
+    signs = [s for s in found.signs if s.hang_or_desync] if found is not None else []
+    if not signs:
+        return None
+    first = signs[0]
+    more = f" ({len(signs) - 1} more sign(s): `traceview ranks`)" if len(signs) > 1 else ""
+    return Finding(
+        rule="desync",
+        job=name,
+        what=f"the ranks' collectives do not line up: {first.said}{more}",
+        action=(
+            "a rank that skips, adds or resizes a collective hangs the job or corrupts its "
+            "result: look for a code path only some ranks take (a condition on the rank or its "
+            "data, an early exit, an uneven number of batches per rank); PyTorch's Flight "
+            "Recorder (TORCH_NCCL_TRACE_BUFFER_SIZE) records each rank's calls while it runs"
+        ),
+        numbers={
+            "signs": len(signs),
+            "rank": first.rank,
+            "group": first.pg,
+            "kind": first.kind,
+            **({"seq": first.seq} if first.seq is not None else {}),
+            **({"step": first.step} if first.step is not None else {}),
+            **({"others_ms": ms(first.others_dur_ns)} if first.others_dur_ns is not None else {}),
+        },
+    )
+
+
 # The rules whose advice depends on the job's strategy.
 _BY_STRATEGY = ("backward_tail", "small_buckets", "unhidden_gathers")
 
@@ -276,6 +307,7 @@ def job_findings(job: JobReport, name: str) -> list[Finding]:
         backward_tail(job, name, of.name),
         small_buckets(job, name, of.name),
         unhidden_gathers(job, name, of.name),
+        desync(job, name),
         late := straggler(job, name),
         None if late else rotating_stragglers(job, name),
         gpu_idle(job, name),

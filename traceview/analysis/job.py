@@ -14,6 +14,7 @@ import polars as pl
 from traceview.analysis.buckets import label_buckets, label_repeated_buckets
 from traceview.analysis.calls import bus_factors
 from traceview.analysis.cross_rank import CrossRank, StepSkew, align, step_skew
+from traceview.analysis.desync import Desync, desync
 from traceview.analysis.fits import AlphaBetaFit, fit_alpha_beta
 from traceview.analysis.rank import RankReport
 from traceview.analysis.stragglers import Recurrence, recurrence
@@ -135,6 +136,25 @@ class JobReport:
     @cached_property
     def step_skew(self) -> tuple[StepSkew, ...]:
         return tuple(step_skew(step_windows(self.ranks)))
+
+    @cached_property
+    def desync(self) -> Desync | None:
+        """Desync and hang signs across the ranks' collective calls; None below two ranks."""
+        cross = self.cross_rank
+        if cross is not None and cross.aligned:
+            offsets: dict[int, float] | None = {a.rank: a.offset_ns for a in cross.ranks}
+        else:
+            hosts = {r.host for r in self.ranks if r.rank is not None}
+            offsets = {} if len(hosts) == 1 and None not in hosts else None
+        ends = {
+            r.rank: r.total.end_ns for r in self.ranks if r.rank is not None and r.total is not None
+        }
+        steps = {
+            r.rank: {s.step for s in r.steps if not s.partial}
+            for r in self.ranks
+            if r.rank is not None
+        }
+        return desync(self._labelled, steps, ends, offsets)
 
     @cached_property
     def recurrence(self) -> Recurrence | None:

@@ -25,6 +25,7 @@ from traceview import (
     __version__,
 )
 from traceview.dashboard import charts, overview, spread, stragglers
+from traceview.dashboard.desync import desync_words
 from traceview.dashboard.frames import (
     NEEDS_A_RECORD,
     calls_frame,
@@ -258,6 +259,17 @@ def _stragglers(doc: _Doc, job: Job) -> None:
         doc.chart(stragglers.straggler_chart(points))
 
 
+def _desync(doc: _Doc, job: Job) -> None:
+    checked = desync_words(job)
+    if checked is None:
+        return
+    summary, signs = checked
+    doc.add("<h3>Do the ranks' collectives line up?</h3>")
+    doc.add(f"<p>{_e(summary)}</p>")
+    if signs:
+        doc.add("<ul>" + "".join(f"<li>{_e(s)}</li>" for s in signs) + "</ul>")
+
+
 def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     doc.add(f'<h2 id="{_anchor(i)}">{_e(name)}</h2>')
     first = job.ranks[0]
@@ -281,6 +293,7 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     else:
         doc.add("<p>No profiler steps in these traces (ProfilerStep#N).</p>")
     _stragglers(doc, job)
+    _desync(doc, job)
     doc.add("<h3>Most exposed collectives</h3>")
     calls = calls_frame(job)
     doc.add(_most_exposed(calls))

@@ -13,6 +13,7 @@ import polars as pl
 from traceview.analysis import Breakdown, RankReport
 from traceview.analysis.breakdown import METRICS
 from traceview.analysis.cross_rank import RankAlignment
+from traceview.analysis.desync import Desync
 from traceview.analysis.exposure import exposure_by_step
 from traceview.analysis.finding import Finding
 from traceview.analysis.fits import AlphaBetaFit
@@ -291,6 +292,34 @@ def job_ranks(job: Job) -> d.JobRanks:
             for s in job.step_skew
         ],
         stragglers=stragglers(job.stragglers),
+        desync=desync(job.desync),
+    )
+
+
+def desync(found: Desync | None) -> d.Desync | None:
+    if found is None:
+        return None
+    return d.Desync(
+        groups=found.groups,
+        calls=found.calls,
+        keyed_by=found.keyed_by,
+        signs=[
+            d.DesyncSign(
+                kind=s.kind,
+                pg=s.pg,
+                rank=s.rank,
+                others=list(s.others),
+                seq=s.seq,
+                collective=s.collective,
+                bytes=s.bytes,
+                step=s.step,
+                others_dur_us=None if s.others_dur_ns is None else s.others_dur_ns / 1000,
+                said=s.said,
+                trace_goes_on=s.trace_goes_on,
+            )
+            for s in found.signs
+        ],
+        unjudged=list(found.unjudged),
     )
 
 

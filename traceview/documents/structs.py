@@ -271,6 +271,30 @@ class Stragglers(Struct, kw_only=True):
     per_step: list[StepStraggler]
 
 
+class DesyncSign(Struct, kw_only=True):
+    """docs/metrics.md "Desync": one place the ranks' collectives do not line up."""
+
+    kind: Literal["missing", "mismatch", "stops early"]
+    pg: str
+    rank: int
+    others: list[int]  # the ranks that ran the call this rank lacks or differs from
+    seq: int | None
+    collective: str | None  # the others' call
+    bytes: int | None
+    step: int | None
+    others_dur_us: Us | None  # how long the others spent in it (median)
+    said: str
+    trace_goes_on: bool | None  # stops early: whether this rank's trace runs past their call
+
+
+class Desync(Struct, kw_only=True):
+    groups: int  # process groups checked
+    calls: int  # their collective calls
+    keyed_by: str  # "sequence numbers", "steps", "sequence numbers and steps", "-"
+    signs: list[DesyncSign]
+    unjudged: list[str]  # calls not checked, and why
+
+
 class JobRanks(JobHead, kw_only=True):
     ranks: int
     compared: bool  # two or more traces of known rank: the figures below are computed
@@ -285,6 +309,7 @@ class JobRanks(JobHead, kw_only=True):
     per_rank: list[Alignment]
     step_skew: list[StepSkew]
     stragglers: Stragglers | None = None  # aligned jobs only
+    desync: Desync | None = None  # two or more ranks
 
 
 class RanksDocument(Document, kw_only=True):

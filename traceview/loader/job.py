@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis.cross_rank import CrossRank, StepSkew
+from traceview.analysis.desync import Desync
 from traceview.analysis.finding import Finding
 from traceview.analysis.findings import job_findings
 from traceview.analysis.fits import AlphaBetaFit
@@ -88,6 +89,12 @@ class Job:
     @property
     def step_skew(self) -> tuple[StepSkew, ...]:
         return self.report.step_skew
+
+    @property
+    def desync(self) -> Desync | None:
+        """Desync and hang signs across the ranks' collective calls (docs/metrics.md
+        "Desync"); None below two ranks."""
+        return self.report.desync
 
     @property
     def stragglers(self) -> Recurrence | None:

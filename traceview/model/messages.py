@@ -257,6 +257,9 @@ class GroupSizes:
         complete = pg_count is None or len(self.by_name) >= pg_count
         # Every group of the job the same size: whichever group a call ran on, it had that size.
         self.uniform = sizes.pop() if len(sizes) == 1 and complete else None
+        # The job has one process group: a call that names none ran on it (Gloo's calls name
+        # none; desync checks need to know they share a group).
+        self.only = next(iter(self.by_name)) if pg_count == 1 and len(self.by_name) == 1 else None
 
 
 def trace_groups(trace: Trace) -> GroupSizes:
@@ -338,9 +341,12 @@ def with_sizes(frame: pl.DataFrame, groups: GroupSizes, world_size: int | None) 
         return n, size, message_elements(size, elem_bytes)
 
     inputs = [c for c in MESSAGE_COLUMNS if c != "seq"]  # each call its own: not an input
-    return per_distinct(
+    sized = per_distinct(
         frame.drop("group_size", "bytes", "elements", strict=False),
         inputs,
         sizes,
         {"group_size": pl.Int64(), "bytes": pl.Int64(), "elements": pl.Int64()},
     ).drop("in_bytes", "out_bytes", "elem_bytes", "arg_group_size", "pg_desc")
+    if groups.only is not None:
+        sized = sized.with_columns(pl.col("pg").fill_null(groups.only))
+    return sized

@@ -66,6 +66,7 @@ RANK_COLUMNS = {
     "last_arrivals": pl.Int64,
     "straggler": pl.Boolean,
     "steps_waited_for": pl.Int64,
+    "desync_signs": pl.Int64,
     "reason": pl.String,
 }
 
@@ -79,6 +80,7 @@ def ranks(runs: Runs) -> str:
         if not job.aligned:
             rows.append({"job": job.job, "aligned": False, "reason": job.reason})
         per_step = job.stragglers.per_step if job.stragglers else []
+        signs = job.desync.signs if job.desync else []
         rows += [
             {
                 "job": job.job,
@@ -86,6 +88,7 @@ def ranks(runs: Runs) -> str:
                 **msgspec.structs.asdict(a),
                 "straggler": a.rank == job.straggler,
                 "steps_waited_for": sum(1 for s in per_step if s.rank == a.rank),
+                "desync_signs": sum(1 for s in signs if s.rank == a.rank),
                 "reason": job.reason,
             }
             for a in job.per_rank

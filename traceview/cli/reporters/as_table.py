@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from traceview.cli.reporters.common import BREAKDOWN, PARTIAL, rank_rows
+from traceview.cli.reporters.cross_rank_lines import desync_lines, skew_lines, straggler_lines
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
 from traceview.documents.words import (
@@ -14,7 +15,6 @@ from traceview.documents.words import (
     COMM_PER_STEP,
     LOWER_BOUND,
     NO_FINDINGS,
-    stragglers_said,
     strategy_said,
 )
 from traceview.loader import Runs
@@ -237,7 +237,8 @@ def ranks(runs: Runs) -> str:
                 f"{job.job} · {job.ranks} ranks · NOT ALIGNED: {job.reason}; no clock "
                 "offsets, wait/transfer split or straggler"
             )
-            lines += _skew_lines(job)
+            lines += skew_lines(job)
+            lines += desync_lines(job.desync)
             lines.append("")
             continue
         rejected = f", {job.rejected_matches} rejected" if job.rejected_matches else ""
@@ -269,37 +270,11 @@ def ranks(runs: Runs) -> str:
                 f"  straggler: rank {straggler.rank} (arrived last at {straggler.last_arrivals} "
                 f"of {job.matched_collectives} collectives)"
             )
-        lines += _straggler_lines(job.stragglers)
-        lines += _skew_lines(job)
+        lines += straggler_lines(job.stragglers)
+        lines += skew_lines(job)
+        lines += desync_lines(job.desync)
         lines.append("")
     return "\n".join(lines)
-
-
-def _straggler_lines(s: d.Stragglers | None) -> list[str]:
-    """The verdict, then the steps as runs of the same straggler (steps 1–4: rank 2)."""
-    if s is None or not s.per_step:
-        return []
-    head = f"  stragglers by step: {stragglers_said(s)}"
-    runs: list[list[object]] = []  # [first step, last step, rank]
-    for step in s.per_step:
-        if runs and runs[-1][2] == step.rank and runs[-1][1] == step.step - 1:
-            runs[-1][1] = step.step
-        else:
-            runs.append([step.step, step.step, step.rank])
-    said = [
-        f"{'step' if a == b else 'steps'} {a if a == b else f'{a}–{b}'}: "
-        f"{'-' if who is None else f'rank {who}'}"
-        for a, b, who in runs
-    ]
-    return [head, "    " + " · ".join(said)]
-
-
-def _skew_lines(job: d.JobRanks) -> list[str]:
-    return [
-        f"  step {s.step}: {s.shortest_us / 1e3:,.3f}–{s.longest_us / 1e3:,.3f} ms "
-        f"across ranks (skew {s.skew_us / 1e3:,.3f} ms, slowest rank {s.slowest_rank})"
-        for s in job.step_skew
-    ]
 
 
 # -- compare -------------------------------------------------------------------------------

@@ -2,6 +2,7 @@ import polars as pl
 import streamlit as st
 
 from traceview.dashboard import charts, overview, stragglers
+from traceview.dashboard.desync import desync_words
 from traceview.dashboard.frames import overlap_frame
 from traceview.dashboard.ui import overview_map, pick_ranks, pick_run, table
 
@@ -59,3 +60,10 @@ if picked:
             st.caption(stragglers.said(waited_for) + stragglers.binned_words(per_point))
             if points.height:
                 st.altair_chart(stragglers.straggler_chart(points), width="stretch")
+        checked = desync_words(job)
+        if checked is not None:
+            st.subheader("Do the ranks' collectives line up?")
+            summary, signs = checked
+            st.caption(summary)
+            if signs:
+                st.markdown("\n".join(f"- {s}" for s in signs))
