@@ -83,3 +83,51 @@ def test_the_same_threads_per_rank_compare(tmp_path):
     runs = traceview.load_runs([one, two])
     assert runs.withheld_predictions() == [] and len(runs.predictions()) == 3
     assert runs.scaling()[1].efficiency == pytest.approx(1.0)  # same step, twice the batch
+
+
+def test_a_measured_larger_run_is_checked_against_its_prediction(tmp_path):
+    # DP 4 measured at 130 µs a step; predicted from DP 2 (the reference) and DP 1: 117.5 µs
+    # (above), E(N) 100 / 117.5 = 0.851; measured E(N) 100 / 130 = 0.769; the error
+    # (117.5 - 130) / 130 = -9.615 %.
+    one = tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, STEP_S, STEP_S])
+    two = tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, STEP_S, STEP_S, STEP_S])
+    four = tb.run_folder(tmp_path, "dp4", dp=4, steps=[9.0, 130e-6, 130e-6, 130e-6])
+    (checked,) = traceview.load_runs([one, two, four]).checked_predictions()
+    assert (checked.strategy, checked.dp, checked.from_dp) == ("ddp", 4, 2)
+    assert checked.predicted_step_seconds == pytest.approx(117.5e-6)
+    assert checked.measured_step_seconds == pytest.approx(130e-6)
+    assert checked.predicted_efficiency == pytest.approx(100 / 117.5)
+    assert checked.measured_efficiency == pytest.approx(100 / 130)
+    assert checked.error_pct == pytest.approx(-9.615385, abs=1e-6)
+
+
+def test_nothing_is_checked_without_a_smaller_multi_rank_run_or_on_noise(tmp_path):
+    one = tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, STEP_S, STEP_S])
+    two = tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, STEP_S, STEP_S, STEP_S])
+    assert traceview.load_runs([one, two]).checked_predictions() == []
+    noisy = tb.run_folder(tmp_path, "dp4", dp=4, steps=[9.0, 130e-6, 6 * 130e-6, 130e-6])
+    assert traceview.load_runs([one, two, noisy]).checked_predictions() == []
+
+
+def test_compare_gives_the_checked_prediction_in_every_format(tmp_path):
+    import csv
+    import io
+    import json
+
+    from tests.cli.run_cli import traceview as cli
+
+    tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, STEP_S, STEP_S])
+    tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, STEP_S, STEP_S, STEP_S])
+    tb.run_folder(tmp_path, "dp4", dp=4, steps=[9.0, 130e-6, 130e-6, 130e-6])
+    table = cli("compare", tmp_path)
+    assert (
+        "predictions checked against measured runs:\n  ddp DP 4, predicted from DP 2 and DP 1: "
+        "step 0.117 ms (E(N) 0.85); measured 0.130 ms (E(N) 0.77): error -10%\n"
+    ) in table.out
+    doc = json.loads(cli("compare", tmp_path, "--format", "json").out)
+    (said,) = doc["predictions_checked"]
+    assert (said["dp"], said["from_dp"], round(said["error_pct"], 3)) == (4, 2, -9.615)
+    rows = list(csv.DictReader(io.StringIO(cli("compare", tmp_path, "--format", "csv").out)))
+    assert [(r["dp"], r["predicted_from_dp"], r["prediction_error_pct"][:6]) for r in rows] == [
+        ("1", "", ""), ("2", "", ""), ("4", "2", "-9.615"),
+    ]  # fmt: skip

@@ -74,6 +74,15 @@ def test_scaling_page_plots_every_strategy_with_predictions(monkeypatch):
     assert folded.label.startswith("Findings: ")
     said = "\n".join(m.value for m in at.markdown)
     assert "- **cpu_sweep/zero3-dp4** · " in said and "prefetch" in said
+    # Each strategy's DP 4 beside its prediction from DP 2 and DP 1.
+    assert "Predictions checked against measured runs" in [h.value for h in at.subheader]
+    checked = [line for line in said.splitlines() if "predicted from DP 2 and DP 1" in line]
+    assert [line.split(" DP 4")[0] for line in checked] == [
+        "- ddp",
+        "- zero1",
+        "- zero2",
+        "- zero3",
+    ]
 
 
 def noisy_copy(tmp_path: Path) -> Path:

@@ -39,6 +39,9 @@ def test_report_is_a_self_contained_document(tmp_path):
     assert "samples/s" in summary and "model states MB (theory)" in summary
     findings = html[html.index('id="findings"') : html.index('id="scaling"')]
     assert "prefetch" in findings and "bucket_cap_mb" in findings
+    scaling = html[html.index('id="scaling"') :]
+    assert scaling.count("<h3>Predictions checked against measured runs</h3>") == 1
+    assert scaling.count("predicted from DP 2 and DP 1") == 4  # a line per strategy's DP 4
     for section in ("Overlap per rank and step", "Most exposed collectives", "One step's timeline",
                     "Model states beside the ZeRO theory"):  # fmt: skip
         assert html.count(f"<h3>{section}</h3>") == 12

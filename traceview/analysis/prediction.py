@@ -83,12 +83,8 @@ def _bases(jobs: list[JobReport]) -> list[_Basis]:
     """Per strategy with a DP-1 run and a larger one: what a prediction would rest on, and
     whether it can: not on runs whose step times are noise, nor on runs of different threads
     per rank (their E(N) is not computed either)."""
-    by_strategy: dict[str, list[JobReport]] = {}
-    for job in jobs:
-        if job.run is not None:
-            by_strategy.setdefault(job.run.strategy, []).append(job)
     out = []
-    for strategy, mine in by_strategy.items():
+    for strategy, mine in _by_strategy(jobs).items():
         base = next((j for j in mine if j.run and j.run.world_size == 1), None)
         larger = [j for j in mine if j.run and j.run.world_size > 1]
         if base is None or step_times(base) is None or not larger:
@@ -132,3 +128,69 @@ def predict_jobs(jobs: list[JobReport], multiples: tuple[int, ...] = (2, 4, 8)) 
 def withheld_predictions(jobs: list[JobReport]) -> list[Withheld]:
     """The strategies with runs to predict from that get no prediction, and why."""
     return [Withheld(strategy=b.strategy, why=b.why_not) for b in _bases(jobs) if b.why_not]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CheckedPrediction:
+    """A measured run beside what the model predicts for it from a smaller run of the same
+    strategy (docs/metrics.md "Predictions checked")."""
+
+    strategy: str
+    dp: int  # the measured run
+    from_dp: int  # the largest smaller run (DP ≥ 2) it is predicted from, with the DP-1 run
+    predicted_step_seconds: float
+    measured_step_seconds: float
+    predicted_efficiency: float
+    measured_efficiency: float  # T(1) / T(N), as predicted
+    error_pct: float  # (predicted - measured) / measured step time, in %
+
+
+def checked_predictions(jobs: list[JobReport]) -> list[CheckedPrediction]:
+    """Per strategy, each measured run above the smallest multi-rank one, predicted from the
+    largest run below it and the DP-1 run (neither noisy, like for like), beside its measured
+    step time. Runs whose step times are noise are not checked."""
+    out = []
+    for strategy, mine in _by_strategy(jobs).items():
+        base = next((j for j in mine if j.run and j.run.world_size == 1), None)
+        base_times = step_times(base) if base is not None else None
+        if base is None or base_times is None:
+            continue
+        larger = sorted(
+            (j for j in mine if j.run and j.run.world_size > 1),
+            key=lambda j: j.run.world_size if j.run else 0,
+        )
+        for i, target in enumerate(larger[1:], start=1):
+            measured = step_times(target)
+            reference = larger[i - 1]
+            if measured is None or measured.noisy or _why_not(base, reference) is not None:
+                continue
+            assert target.run is not None and reference.run is not None
+            if threads_per_rank(target.run) != threads_per_rank(reference.run):
+                continue
+            found = predict(reference, base_times.median_s, [target.run.world_size])
+            if not found:
+                continue
+            predicted = found[0]
+            out.append(
+                CheckedPrediction(
+                    strategy=strategy,
+                    dp=target.run.world_size,
+                    from_dp=reference.run.world_size,
+                    predicted_step_seconds=predicted.step_seconds,
+                    measured_step_seconds=measured.median_s,
+                    predicted_efficiency=predicted.efficiency,
+                    measured_efficiency=base_times.median_s / measured.median_s,
+                    error_pct=100
+                    * (predicted.step_seconds - measured.median_s)
+                    / measured.median_s,
+                )
+            )
+    return out
+
+
+def _by_strategy(jobs: list[JobReport]) -> dict[str, list[JobReport]]:
+    by_strategy: dict[str, list[JobReport]] = {}
+    for job in jobs:
+        if job.run is not None:
+            by_strategy.setdefault(job.run.strategy, []).append(job)
+    return by_strategy

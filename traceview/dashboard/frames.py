@@ -24,6 +24,7 @@ from traceview import (
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
 from traceview.documents.frames import columns as record_columns
+from traceview.documents.words import prediction_checked_said
 
 # A step's window in four parts: the document's figure and the words charts and tables use.
 OVERLAP_PARTS = {
@@ -117,6 +118,18 @@ def prediction_frame(runs: Runs) -> pl.DataFrame | None:
     there is nothing to predict from."""
     predicted = runs.predictions()
     return pl.DataFrame([asdict(p) for p in predicted]) if predicted else None
+
+
+CHECKED_NOTE = (
+    "Each run above the smallest multi-rank one of a strategy, predicted from the run below it "
+    "and the DP-1 run by the model above, beside its measured step time; error = (predicted − "
+    "measured) ÷ measured (docs/metrics.md, “Predictions checked”)."
+)
+
+
+def checked_lines(runs: Runs) -> list[str]:
+    """Each measured run beside its prediction, in a sentence."""
+    return [prediction_checked_said(c) for c in runs.checked_predictions()]
 
 
 def withheld_lines(runs: Runs) -> list[str]:

@@ -27,9 +27,11 @@ from traceview import (
 from traceview.dashboard import charts, overview, spread, stragglers
 from traceview.dashboard.desync import desync_words
 from traceview.dashboard.frames import (
+    CHECKED_NOTE,
     NEEDS_A_RECORD,
     calls_frame,
     caveat_lines,
+    checked_lines,
     memory_frame,
     overlap_frame,
     prediction_frame,
@@ -361,6 +363,10 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
         doc.chart(charts.efficiency_chart(measured, prediction_frame(runs)))
         for line in withheld_lines(runs):
             doc.add(f"<p>{_e(line.capitalize())}.</p>")
+        if checked := checked_lines(runs):
+            doc.add("<h3>Predictions checked against measured runs</h3><ul>")
+            doc.add("".join(f"<li>{_e(line)}</li>" for line in checked) + "</ul>")
+            doc.add(f"<p class=meta>{_e(CHECKED_NOTE)}</p>")
         doc.chart(charts.throughput_chart(measured))
         doc.chart(charts.exposed_chart(scaling))
     elif scaling.height:

@@ -356,4 +356,5 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> d.CompareDo
         runs=list(runs.scaling()),
         findings=[finding(f) for f in runs.findings(memory_budget_bytes)],
         errors=errors(runs),
+        predictions_checked=runs.checked_predictions(),
     )

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from traceview.analysis.prediction import CheckedPrediction
 from traceview.analysis.scaling import ScalingRow
 
 SCHEMA_VERSION = 1
@@ -325,6 +326,8 @@ class CompareDocument(Document, kw_only=True):
     runs: list[ScalingRow]  # docs/metrics.md "Scaling"
     findings: list[Finding]
     errors: list[Error]
+    # docs/metrics.md "Predictions checked": measured runs beside the model's prediction for them
+    predictions_checked: list[CheckedPrediction] = msgspec.field(default_factory=list)
 
 
 DOCUMENTS: dict[str, type[Document]] = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from traceview.analysis.findings import NO_FINDINGS
 from traceview.analysis.job import BANDWIDTH_ON_DURATION, LOWER_BOUND
+from traceview.analysis.prediction import CheckedPrediction
 from traceview.analysis.scaling import COMM_PER_STEP
 from traceview.analysis.strategy_of import StrategyOf
 from traceview.documents import structs as d
@@ -40,3 +41,13 @@ def stragglers_said(s: d.Stragglers) -> str:
             "recurring rank from chance"
         )
     return f"{head}: too few to tell whether one rank recurs"
+
+
+def prediction_checked_said(c: CheckedPrediction) -> str:
+    """One checked prediction in a line (docs/metrics.md "Predictions checked")."""
+    return (
+        f"{c.strategy} DP {c.dp}, predicted from DP {c.from_dp} and DP 1: step "
+        f"{c.predicted_step_seconds * 1e3:,.3f} ms (E(N) {c.predicted_efficiency:.2f}); measured "
+        f"{c.measured_step_seconds * 1e3:,.3f} ms (E(N) {c.measured_efficiency:.2f}): "
+        f"error {c.error_pct:+.0f}%"
+    )

@@ -18,8 +18,10 @@ from traceview.analysis.findings import job_findings
 from traceview.analysis.fits import AlphaBetaFit
 from traceview.analysis.job import JobReport
 from traceview.analysis.prediction import (
+    CheckedPrediction,
     Prediction,
     Withheld,
+    checked_predictions,
     predict_jobs,
     withheld_predictions,
 )
@@ -175,6 +177,11 @@ class Runs:
 
     def predictions(self) -> list[Prediction]:
         return predict_jobs([job.report for job in self.jobs])
+
+    def checked_predictions(self) -> list[CheckedPrediction]:
+        """Each measured run beside what the model predicts for it from a smaller run of its
+        strategy (docs/metrics.md "Predictions checked")."""
+        return checked_predictions([job.report for job in self.jobs])
 
     def withheld_predictions(self) -> list[Withheld]:
         """The strategies that get no prediction though they have runs to predict from (noisy

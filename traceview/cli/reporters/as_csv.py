@@ -123,11 +123,27 @@ COMPARE_COLUMNS = [
     "strategy_source",
     "strategy_evidence",
     "threads_per_rank",  # columns are added at the end: a reader by position keeps working
+    "predicted_from_dp",  # docs/metrics.md "Predictions checked": runs the model was checked on
+    "predicted_step_seconds",
+    "prediction_error_pct",
 ]
 
 
 def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
     """One row per run (findings are sentences, not rows: the table and JSON carry them)."""
-    rows = build.compare(runs, memory_budget_bytes).runs
-    records = [{**asdict(r), "caveats": "; ".join(r.caveats)} for r in rows]
-    return _write(pl.DataFrame(records).select(COMPARE_COLUMNS))
+    doc = build.compare(runs, memory_budget_bytes)
+    checked = {(c.strategy, c.dp): c for c in doc.predictions_checked}
+    records = []
+    for r in doc.runs:
+        known = r.dp is not None and r.strategy_source != "inferred"
+        c = checked.get((r.strategy, r.dp)) if known else None  # type: ignore[arg-type]
+        records.append(
+            {
+                **asdict(r),
+                "caveats": "; ".join(r.caveats),
+                "predicted_from_dp": c.from_dp if c else None,
+                "predicted_step_seconds": c.predicted_step_seconds if c else None,
+                "prediction_error_pct": c.error_pct if c else None,
+            }
+        )
+    return _write(pl.DataFrame(records, infer_schema_length=None).select(COMPARE_COLUMNS))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from traceview.cli.reporters.common import BREAKDOWN, PARTIAL, rank_rows
 from traceview.cli.reporters.cross_rank_lines import desync_lines, skew_lines, straggler_lines
+from traceview.cli.reporters.prediction_lines import checked_lines
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
 from traceview.documents.words import (
@@ -349,4 +350,6 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
         if r.strategy_source == "inferred" and r.strategy_evidence
     ]
     found = findings_lines(doc.findings)
-    return "\n".join([*lines, "", *said, *([""] if said else []), _COMPARE_NOTE, *found]) + "\n"
+    checked = checked_lines(doc.predictions_checked)
+    body = [*lines, "", *said, *([""] if said else []), _COMPARE_NOTE, *checked, *found]
+    return "\n".join(body) + "\n"

@@ -6,10 +6,12 @@ import streamlit as st
 from traceview import NO_FINDINGS, Runs
 from traceview.dashboard import charts, data
 from traceview.dashboard.frames import (
+    CHECKED_NOTE,
     NEEDS_A_RECORD,
     SCALING_COLUMNS,
     THEORY_COLUMNS,
     caveat_lines,
+    checked_lines,
     prediction_frame,
     scaling_frame,
     withheld_lines,
@@ -49,6 +51,10 @@ if runs is not None and runs.height:
             "measured bandwidth, as much of it stays hidden as there, the rest adds to the step."
             + "".join(f" {line.capitalize()}." for line in withheld_lines(jobs))
         )
+        if checked := checked_lines(jobs):
+            st.subheader("Predictions checked against measured runs")
+            st.markdown("\n".join(f"- {line}" for line in checked))
+            st.caption(CHECKED_NOTE)
         left, right = st.columns(2)
         left.altair_chart(charts.throughput_chart(measured), width="stretch")
         right.altair_chart(charts.exposed_chart(scaling), width="stretch")
