@@ -29,13 +29,16 @@ if TYPE_CHECKING:
         StepBreakdown,
     )
     from traceview.analysis.cross_rank import CrossRank, RankAlignment, StepSkew
+    from traceview.analysis.desync import Desync, DesyncSign
     from traceview.analysis.findings import NO_FINDINGS
     from traceview.analysis.fits import AlphaBetaFit
     from traceview.analysis.job import BANDWIDTH_ON_DURATION, LOWER_BOUND
-    from traceview.analysis.prediction import Prediction, Withheld
+    from traceview.analysis.prediction import CheckedPrediction, Prediction, Withheld
     from traceview.analysis.scaling import COMM_PER_STEP, ScalingRow
     from traceview.analysis.spans import overlap_spans
+    from traceview.analysis.stragglers import Recurrence, StepStraggler
     from traceview.analysis.theory import layout_bytes, model_state_bytes, run_precision
+    from traceview.analysis.whatif import Calibration, WhatIf
     from traceview.errors import Note, TraceviewError
     from traceview.loader import (
         Failure,
@@ -65,8 +68,12 @@ _EXPORTS: dict[str, str] = {
     "BeforeFirstStep": "traceview.analysis",
     "Breakdown": "traceview.analysis",
     "COMM_PER_STEP": "traceview.analysis.scaling",
+    "Calibration": "traceview.analysis.whatif",
+    "CheckedPrediction": "traceview.analysis.prediction",
     "CollectiveSummary": "traceview.analysis",
     "CrossRank": "traceview.analysis.cross_rank",
+    "Desync": "traceview.analysis.desync",
+    "DesyncSign": "traceview.analysis.desync",
     "Failure": "traceview.loader",
     "INTERVALS_SCHEMA": "traceview.tables",
     "Ingested": "traceview.loader.ingest",
@@ -80,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "Prediction": "traceview.analysis.prediction",
     "RankAlignment": "traceview.analysis.cross_rank",
     "RankReport": "traceview.analysis",
+    "Recurrence": "traceview.analysis.stragglers",
     "RunRecord": "traceview.parse.run_record",
     "RunSource": "traceview.loader",
     "RunSummary": "traceview.loader",
@@ -89,11 +97,13 @@ _EXPORTS: dict[str, str] = {
     "ScalingRow": "traceview.analysis.scaling",
     "StepBreakdown": "traceview.analysis",
     "StepSkew": "traceview.analysis.cross_rank",
+    "StepStraggler": "traceview.analysis.stragglers",
     "Strategy": "traceview.strategies",
     "Timeline": "traceview.model",
     "Trace": "traceview.parse",
     "TraceMeta": "traceview.parse",
     "TraceviewError": "traceview.errors",
+    "WhatIf": "traceview.analysis.whatif",
     "Withheld": "traceview.analysis.prediction",
     "__version__": "traceview.version",
     "analyze_trace": "traceview.loader",

@@ -347,3 +347,22 @@ def test_the_overlap_page_says_where_the_ranks_collectives_do_not_line_up(monkey
     assert any(c.value.startswith("31 calls of 1 group(s) lined up by sequence numbers: 1 sign")
                for c in at.caption)  # fmt: skip
     assert any("rank 2 has no call at sequence number 3 of group 7" in m.value for m in at.markdown)
+
+
+def test_the_what_if_panel_starts_from_the_run_and_moves_with_its_controls(monkeypatch, tmp_path):
+    # The hand-made runs of tests/analysis/test_whatif.py: DP 2 at 100 µs a step; at DP 4 its
+    # communication grows 1.5× to 52.5 µs, 30 of it hidden: 117.5 µs, E(N) 100 / 117.5.
+    tb.run_folder(tmp_path, "dp1", steps=[9.0, 100e-6, 100e-6, 100e-6])
+    tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, 100e-6, 100e-6, 100e-6])
+    at = page("scaling", tmp_path, monkeypatch)
+    assert "What if" in [h.value for h in at.subheader]
+    step, _, efficiency = at.metric[:3]
+    assert (step.value, efficiency.value) == ("0.1 ms", "1.00")
+    at.select_slider(key="whatif dp dp2").set_value(4).run()
+    assert not at.exception
+    step, rate, efficiency = at.metric[:3]
+    assert (step.value, efficiency.value) == ("0.1 ms", "0.85")
+    assert rate.value == "136,170.2 samples/s"  # 4 ranks × 4 samples ÷ 117.5 µs
+    at.slider(key="whatif hidden dp2").set_value(0.0).run()
+    # Nothing hidden: 100 - 5 + 52.5 = 147.5 µs.
+    assert at.metric[2].value == f"{100 / 147.5:.2f}"

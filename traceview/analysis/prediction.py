@@ -1,19 +1,17 @@
-"""What-if: efficiency at larger DP degrees, predicted from the largest measured run.
-
-Model (stated wherever it is shown): per-rank compute stays as measured (weak scaling);
-communication time grows with the collective's bus factor (all-reduce 2(N-1)/N, reduce-scatter /
-all-gather (N-1)/N) at the measured bus bandwidth; the same amount of it stays hidden behind
-compute as at the reference run; the rest adds to the step.
+"""What-if predictions at larger DP degrees from the largest measured run of a strategy, and
+each measured run beside what the same model predicts for it from the run below it. The model is
+analysis/whatif.py's, stated wherever it is shown: per-rank compute stays as measured (weak
+scaling), communication grows with each collective's bus factor at the measured bandwidth, as
+much of it stays hidden as at the reference run, the rest adds to the step.
 """
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
-from traceview.analysis.calls import bus_factor
 from traceview.analysis.job import JobReport
 from traceview.analysis.scaling import step_times, threads_per_rank
+from traceview.analysis.whatif import calibrate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,40 +22,22 @@ class Prediction:
     efficiency: float  # T(1) / T(N), weak scaling
 
 
-def predict(reference: JobReport, base_step_seconds: float, degrees: list[int]) -> list[Prediction]:
-    """`reference`: the largest measured run of a strategy (N ≥ 2, with collectives);
-    `base_step_seconds`: that strategy's step time at DP 1 (medians of measured steps)."""
-    run = reference.run
-    n_ref = run.world_size if run else None
-    steps = [s.breakdown for r in reference.ranks for s in r.steps]
-    if not steps or not n_ref or n_ref < 2 or reference.calls.height == 0:
+def predict(reference: JobReport, base: JobReport, degrees: list[int]) -> list[Prediction]:
+    """`reference`: a measured run of a strategy (N ≥ 2, with collectives); `base`: that
+    strategy's DP-1 run."""
+    calibration = calibrate(reference, base)
+    if calibration is None or calibration.base_step_seconds is None:
         return []
-    if any(b.comm_ns is None or b.overlap_ns is None or b.exposed_comm_ns is None for b in steps):
-        return []  # communication not measured: nothing to grow
-    comm = statistics.fmean(b.comm_ns or 0 for b in steps) / 1e9
-    hidden = statistics.fmean(b.overlap_ns or 0 for b in steps) / 1e9
-    exposed = statistics.fmean(b.exposed_comm_ns or 0 for b in steps) / 1e9
-    times = step_times(reference)
-    t_ref = times.median_s if times else statistics.fmean(b.window_ns for b in steps) / 1e9
-    kinds = reference.calls["collective"].drop_nulls().unique().to_list()
-    # One growth factor for the step's communication: the dominant collective's.
-    main = max(
-        kinds,
-        key=lambda k: reference.calls.filter(reference.calls["collective"] == k)["dur_ns"].sum(),
-    )
-    f_ref = bus_factor(main, n_ref) or 1.0
     out = []
     for n in degrees:
-        f = bus_factor(main, n) or 1.0
-        comm_n = comm * f / f_ref
-        exposed_n = max(0.0, comm_n - hidden)
-        t_n = t_ref + (exposed_n - exposed)
+        found = calibration.simulate(n)
+        assert found.efficiency is not None  # a DP-1 step time is known
         out.append(
             Prediction(
-                strategy=run.strategy if run else "unknown",
+                strategy=calibration.strategy,
                 dp=n,
-                step_seconds=t_n,
-                efficiency=base_step_seconds / t_n,
+                step_seconds=found.step_seconds,
+                efficiency=found.efficiency,
             )
         )
     return out
@@ -121,7 +101,7 @@ def predict_jobs(jobs: list[JobReport], multiples: tuple[int, ...] = (2, 4, 8)) 
         if basis.why_not is not None or times is None:
             continue
         top = basis.reference.run.world_size if basis.reference.run else 1
-        out += predict(basis.reference, times.median_s, [top * m for m in multiples])
+        out += predict(basis.reference, basis.base, [top * m for m in multiples])
     return out
 
 
@@ -167,7 +147,7 @@ def checked_predictions(jobs: list[JobReport]) -> list[CheckedPrediction]:
             assert target.run is not None and reference.run is not None
             if threads_per_rank(target.run) != threads_per_rank(reference.run):
                 continue
-            found = predict(reference, base_times.median_s, [target.run.world_size])
+            found = predict(reference, base, [target.run.world_size])
             if not found:
                 continue
             predicted = found[0]

@@ -30,6 +30,7 @@ from traceview.analysis.run_findings import memory_fit, noisy_steps
 from traceview.analysis.scaling import ScalingRow, scaling_rows
 from traceview.analysis.stragglers import Recurrence
 from traceview.analysis.strategy_of import StrategyOf
+from traceview.analysis.whatif import Calibration, calibrate
 from traceview.errors import Note, TraceviewError
 from traceview.inputs import ProgressFn, is_stream
 from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many, not_finished
@@ -177,6 +178,22 @@ class Runs:
 
     def predictions(self) -> list[Prediction]:
         return predict_jobs([job.report for job in self.jobs])
+
+    def what_if(self, job: Job) -> Calibration | None:
+        """The what-if simulator calibrated on `job` (one of these runs), with its strategy's
+        DP-1 run among them for E(N): `.simulate(dp, busbw_gbps=, hidden_share=,
+        message_bytes=)` (docs/metrics.md "What-if"). None where the run cannot carry one."""
+        report = job.report
+        strategy = report.run.strategy if report.run else None
+        base = next(
+            (
+                j.report
+                for j in self.jobs
+                if strategy and j.run and j.run.strategy == strategy and j.run.world_size == 1
+            ),
+            None,
+        )
+        return calibrate(report, base)
 
     def checked_predictions(self) -> list[CheckedPrediction]:
         """Each measured run beside what the model predicts for it from a smaller run of its

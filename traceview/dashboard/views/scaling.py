@@ -17,6 +17,7 @@ from traceview.dashboard.frames import (
     withheld_lines,
 )
 from traceview.dashboard.ui import caveat_box, guarded, table
+from traceview.dashboard.whatif_panel import names_of, what_if_panel
 
 st.title("Scaling")
 runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
@@ -67,6 +68,7 @@ if runs is not None and runs.height:
         exposed = scaling.filter(pl.col("exposed_comm_fraction").is_not_null())
         if exposed.height:
             right.altair_chart(charts.exposed_chart(exposed, by_run=True), width="stretch")
+    guarded("What if", lambda: what_if_panel(jobs, names_of(jobs, base)))
     if scaling.height:
         st.subheader("Step time and efficiency")
         table(scaling, SCALING_COLUMNS)
