@@ -62,7 +62,7 @@ def charts(at: AppTest) -> list[tuple[dict, int]]:
 def test_scaling_page_plots_every_strategy_with_predictions(monkeypatch):
     at = page("scaling", SWEEP, monkeypatch)
     specs = charts(at)
-    assert len(specs) == 3 and all(rows for _, rows in specs)
+    assert len(specs) == 4 and all(rows for _, rows in specs)  # the last: the what-if curve
     measured, predicted = tables(at, 0)
     assert set(measured.column("strategy").to_pylist()) == {"ddp", "zero1", "zero2", "zero3"}
     assert set(predicted.column("dp").to_pylist()) == {8, 16, 32}  # 2, 4, 8 × the largest DP
@@ -366,3 +366,16 @@ def test_the_what_if_panel_starts_from_the_run_and_moves_with_its_controls(monke
     at.slider(key="whatif hidden dp2").set_value(0.0).run()
     # Nothing hidden: 100 - 5 + 52.5 = 147.5 µs.
     assert at.metric[2].value == f"{100 / 147.5:.2f}"
+
+
+def test_the_buckets_page_holds_the_calls_against_the_links_peak(monkeypatch, tmp_path):
+    from tests.analysis.test_links import job
+
+    job(tmp_path)
+    at = page("buckets", tmp_path, monkeypatch, run="job")
+    said = [m.value for m in at.markdown]
+    assert any(
+        s.startswith("Against the link's peak: NVLink 3, 300 GB/s per direction") for s in said
+    )
+    peak = at.dataframe[0].value
+    assert list(peak["calls"]) == ["6"] and list(peak["% of the link's peak"]) == ["5.6"]

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, kw_only=True)
 class Finding:
     # backward_tail, small_buckets, unhidden_gathers, desync, straggler, rotating_stragglers,
-    # gpu_idle, noisy_steps, memory_fit
+    # slow_link, gpu_idle, noisy_steps, memory_fit
     rule: str
     job: str
     what: str  # what the numbers show

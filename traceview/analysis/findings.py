@@ -21,6 +21,10 @@ MATERIAL_SHARE = 0.05
 TAIL_SHARE = 0.5
 # ZeRO-3: all-gathers count as not overlapped when this share of their time is exposed.
 GATHER_EXPOSED_SHARE = 0.5
+# Messages this large reach most of a healthy link's bandwidth (nccl-tests' busbw flattens out
+# above a few MB); below this share of the link's peak they are far from it.
+LARGE_MESSAGE_BYTES = 8 << 20
+SLOW_LINK_SHARE = 0.25
 # A GPU idle for more than this share of its steps' windows is waiting on something.
 IDLE_SHARE = 0.30
 NO_FINDINGS = "no findings: no rule found anything to change (docs/findings.md)"
@@ -295,6 +299,47 @@ def desync(job: JobReport, name: str) -> Finding | None:
     )
 
 
+def slow_link(job: JobReport, name: str) -> Finding | None:
+    """Large messages far below the peak of the link they ran on (on transfer times: a lower
+    bound proves nothing)."""
+    link, _ = job.link
+    if link is None or not job.aligned:
+        return None
+    large = job.calls.filter(
+        (pl.col("bytes") >= LARGE_MESSAGE_BYTES)
+        & pl.col("busbw_gbps").is_not_null()
+        & (pl.col("bandwidth_on") == "transfer")
+    )
+    if large.height == 0:
+        return None
+    by_kind = large.group_by("collective").agg(n=pl.len(), busbw=pl.col("busbw_gbps").median())
+    kind, n, busbw = by_kind.sort("n", descending=True).row(0)
+    if busbw >= SLOW_LINK_SHARE * link.gbps:
+        return None
+    return Finding(
+        rule="slow_link",
+        job=name,
+        what=(
+            f"large {kind} messages (≥ {LARGE_MESSAGE_BYTES >> 20} MiB: {n} calls) reach a median "
+            f"{busbw:,.1f} GB/s bus bandwidth, {100 * busbw / link.gbps:.0f}% of {link.name}'s "
+            f"{link.gbps:,.0f} GB/s per direction ({link.scope}: {link.basis})"
+        ),
+        action=(
+            "run nccl-tests (all_reduce_perf) on these GPUs to see what the link gives; if it "
+            "gives more, look at what NCCL chose (NCCL_DEBUG=INFO names the transport: NVLink, "
+            "PCIe or sockets — e.g. NCCL_P2P_DISABLE set, a container without the GPUs' links) "
+            "and at other traffic sharing the link"
+        ),
+        numbers={
+            "collective": kind,
+            "calls": n,
+            "busbw_gbps": round(busbw, 2),
+            "peak_gbps": link.gbps,
+            "peak_pct": round(100 * busbw / link.gbps, 1),
+        },
+    )
+
+
 # The rules whose advice depends on the job's strategy.
 _BY_STRATEGY = ("backward_tail", "small_buckets", "unhidden_gathers")
 
@@ -310,6 +355,7 @@ def job_findings(job: JobReport, name: str) -> list[Finding]:
         desync(job, name),
         late := straggler(job, name),
         None if late else rotating_stragglers(job, name),
+        slow_link(job, name),
         gpu_idle(job, name),
     ]
     traced, world = traced_of(job)

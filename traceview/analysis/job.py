@@ -16,6 +16,7 @@ from traceview.analysis.calls import bus_factors
 from traceview.analysis.cross_rank import CrossRank, StepSkew, align, step_skew
 from traceview.analysis.desync import Desync, desync
 from traceview.analysis.fits import AlphaBetaFit, fit_alpha_beta
+from traceview.analysis.links import Link, link_of
 from traceview.analysis.rank import RankReport
 from traceview.analysis.stragglers import Recurrence, recurrence
 from traceview.analysis.strategy_of import StrategyOf, infer_strategy
@@ -36,6 +37,16 @@ class JobReport:
     folder: Path | None  # None for a single trace given on its own
     ranks: tuple[RankReport, ...]
     run: RunRecord | None
+    link_gbps: float | None = None  # the link's peak per direction, given (--link-gbps)
+
+    @cached_property
+    def link(self) -> tuple[Link | None, str]:
+        """The link the job's collectives ran on, and why none where it is not known
+        (analysis/links.py)."""
+        devices = {d for r in self.ranks for d in r.devices}
+        hosts = {r.host for r in self.ranks}
+        world = max((r.world_size or 0 for r in self.ranks), default=0) or None
+        return link_of(devices, hosts, world, self.link_gbps)
 
     @cached_property
     def _ranked_calls(self) -> pl.DataFrame:

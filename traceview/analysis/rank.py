@@ -52,6 +52,7 @@ class RankReport:
     # WRAPPER_SPANS): "ddp", "zero_redundancy_optimizer", "fsdp2", "fsdp1".
     wrappers: tuple[str, ...] = ()
     idle_where: tuple[IdleWhere, ...] = ()  # GPU steps: where their idle time sits
+    devices: tuple[str, ...] = ()  # the GPUs the trace lists (deviceProperties names)
 
     @property
     def recorded_strategy(self) -> str | None:
@@ -106,6 +107,7 @@ def rank_report(trace: Trace, timeline: Timeline, *, keep_intervals: bool = Fals
         intervals=timeline.intervals if keep_intervals else None,
         wrappers=timeline.wrappers,
         idle_where=tuple(idle_where(timeline)),
+        devices=meta.devices,
     )
 
 

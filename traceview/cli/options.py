@@ -54,6 +54,13 @@ def add_inputs(
         help="only the run of this name (a job in a store, a run folder's name)",
     )
     add_comm_pattern(p)
+    p.add_argument(
+        "--link-gbps",
+        type=positive_float,
+        metavar="GB/S",
+        help="the peak per direction of the link the collectives ran on, where the traces "
+        "cannot tell (across nodes, or a GPU not in traceview's table)",
+    )
     p.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to use (default: cores)")
     add_max_event(p)
     add_progress(p)
@@ -173,6 +180,7 @@ def load(args: argparse.Namespace, *, keep_intervals: bool | int = False) -> Run
     runs = load_runs(
         args.paths,
         comm_pattern=args.comm_pattern,
+        link_gbps=args.link_gbps,
         keep_intervals=keep_intervals,
         max_event_bytes=args.max_event_mb << 20,
         max_memory_bytes=args.max_memory_mb << 20 if args.max_memory_mb else None,

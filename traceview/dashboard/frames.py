@@ -24,7 +24,7 @@ from traceview import (
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
 from traceview.documents.frames import columns as record_columns
-from traceview.documents.words import prediction_checked_said
+from traceview.documents.words import link_said, prediction_checked_said
 
 # A step's window in four parts: the document's figure and the words charts and tables use.
 OVERLAP_PARTS = {
@@ -125,6 +125,15 @@ CHECKED_NOTE = (
     "and the DP-1 run by the model above, beside its measured step time; error = (predicted − "
     "measured) ÷ measured (docs/metrics.md, “Predictions checked”)."
 )
+
+
+def link_words(link: object, why: str, capital: bool = False) -> str:
+    """The link a job's collectives are held against (a Job's `link`), or why none is."""
+    if link is None:
+        said = link_said(None, None, None, None, why)
+    else:
+        said = link_said(link.name, link.gbps, link.scope, link.basis, None)  # type: ignore[attr-defined]
+    return said[0].upper() + said[1:] if capital else said
 
 
 def checked_lines(runs: Runs) -> list[str]:

@@ -32,6 +32,7 @@ from traceview.dashboard.frames import (
     calls_frame,
     caveat_lines,
     checked_lines,
+    link_words,
     memory_frame,
     overlap_frame,
     prediction_frame,
@@ -311,6 +312,17 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     if calls.height and calls["mb"].drop_nulls().len():
         doc.add("<h3>Collectives: size and duration</h3>")
         doc.chart(spread.size_chart(calls))
+    if calls.height:
+        link, why = job.link
+        doc.add(f"<p>{_e(link_words(link, why, capital=True))}.</p>")
+        peak = job.against_peak()
+        if peak.height:
+            doc.add(_table(["collective", "size bytes", "calls", "busbw GB/s (median)",
+                            "% of the link's peak"],
+                           [[r["collective"] or "?", f"{r['bytes']:,}", str(r["calls"]),
+                             ("≥ " if r["lower_bound"] else "") + f"{r['busbw_gbps']:,.2f}",
+                             ("≥ " if r["lower_bound"] else "") + f"{r['peak_pct']:.1f}"]
+                            for r in peak.iter_rows(named=True)]))  # fmt: skip
 
 
 def report_html(runs: Runs, title: str = "traceview report") -> str:

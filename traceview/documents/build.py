@@ -17,6 +17,7 @@ from traceview.analysis.desync import Desync
 from traceview.analysis.exposure import exposure_by_step
 from traceview.analysis.finding import Finding
 from traceview.analysis.fits import AlphaBetaFit
+from traceview.analysis.links import against_peak
 from traceview.analysis.spread import rank_spread
 from traceview.analysis.stragglers import Recurrence
 from traceview.documents import structs as d
@@ -170,18 +171,27 @@ def _chosen_calls(job: Job, steps: StepSelection | None) -> pl.DataFrame:
     return job.calls if steps is None else job.calls.filter(steps.expr("step"))
 
 
-def call_table(calls: pl.DataFrame) -> pl.DataFrame:
-    """A job's calls (JOB_CALLS_SCHEMA) in the documents' columns: times in µs."""
+def call_table(calls: pl.DataFrame, link_gbps: float | None = None) -> pl.DataFrame:
+    """A job's calls (JOB_CALLS_SCHEMA) in the documents' columns: times in µs; each call's
+    bus bandwidth against the link's peak where it is known."""
     return calls.with_columns(
         duration_us=pl.col("dur_ns") / 1000,
         **{f"{c}_us": pl.col(f"{c}_ns") / 1000 for c in _CALL_TIMES},
+        link_peak_pct=100 * pl.col("busbw_gbps") / link_gbps
+        if link_gbps
+        else pl.lit(None, pl.Float64),
     ).select(CALL_COLUMNS)
+
+
+def _peak(job: Job) -> float | None:
+    link, _ = job.report.link
+    return link.gbps if link else None
 
 
 def job_call_table(job: Job, steps: StepSelection | None) -> pl.DataFrame:
     """The collectives document's calls as a table (what `job_calls` holds as records), for
     what lays them out as a table (the dashboard), without a record per call."""
-    return call_table(_chosen_calls(job, steps))
+    return call_table(_chosen_calls(job, steps), _peak(job))
 
 
 def job_calls(job: Job, steps: StepSelection | None) -> d.JobCalls:
@@ -191,7 +201,7 @@ def job_calls(job: Job, steps: StepSelection | None) -> d.JobCalls:
     cross = job.cross_rank
     return d.JobCalls(
         **job_head(job),
-        calls=msgspec.convert(call_table(chosen).to_dicts(), list[d.Call]),
+        calls=msgspec.convert(call_table(chosen, _peak(job)).to_dicts(), list[d.Call]),
         exposed_by_step=[
             d.ExposedStep(
                 rank=e.rank,
@@ -221,7 +231,19 @@ def job_calls(job: Job, steps: StepSelection | None) -> d.JobCalls:
         not_aligned_reason=cross.reason if cross is not None and not cross.aligned else None,
         fits_on=job.fit_on,  # type: ignore[arg-type]
         fits=[fit(f) for f in job.fits],
+        **_link(job, chosen),
     )
+
+
+def _link(job: Job, calls: pl.DataFrame) -> dict[str, Any]:
+    link, why = job.report.link
+    if link is None:
+        return {"no_link_reason": why}
+    rows = against_peak(calls, link)
+    return {
+        "link": d.Link(name=link.name, peak_gbps=link.gbps, scope=link.scope, basis=link.basis),
+        "against_peak": msgspec.convert(rows.to_dicts(), list[d.AgainstPeak]),
+    }
 
 
 def fit(f: AlphaBetaFit) -> d.Fit:

@@ -170,6 +170,9 @@ class Call(Struct, kw_only=True):
     exposed_us: Us | None  # the call's time with no compute beside it
     # Its share of the rank's exposed time: concurrent calls counted once (docs/metrics.md).
     exposed_share_us: Us | None
+    # busbw ÷ the link's peak per direction, in %, where the link is known ("Against the link's
+    # peak"); a lower bound where bandwidth_on is "duration"
+    link_peak_pct: float | None = None
 
 
 class ExposedCall(Struct, kw_only=True):
@@ -213,6 +216,24 @@ class Fit(Struct, kw_only=True):
     advice: str
 
 
+class Link(Struct, kw_only=True):
+    """docs/metrics.md "Against the link's peak": the link a job's collectives ran on."""
+
+    name: str  # "NVLink 3", or "given" (--link-gbps)
+    peak_gbps: float  # per direction
+    scope: str  # "within a node", "as given"
+    basis: str  # what decided it
+
+
+class AgainstPeak(Struct, kw_only=True):
+    collective: str | None
+    bytes: int
+    calls: int
+    busbw_gbps: float  # their median
+    lower_bound: bool  # some on whole durations (ranks not aligned): the bandwidth is at least this
+    peak_pct: float  # busbw ÷ the link's peak per direction, in %
+
+
 class JobCalls(JobHead, kw_only=True):
     calls: list[Call]
     exposed_by_step: list[ExposedStep]
@@ -222,6 +243,9 @@ class JobCalls(JobHead, kw_only=True):
     not_aligned_reason: str | None
     fits_on: Literal["transfer", "duration"]
     fits: list[Fit]
+    link: Link | None = None
+    no_link_reason: str | None = None  # why the link's peak is not known
+    against_peak: list[AgainstPeak] = msgspec.field(default_factory=list)
 
 
 class CollectivesDocument(Document, kw_only=True):

@@ -51,3 +51,13 @@ def prediction_checked_said(c: CheckedPrediction) -> str:
         f"{c.measured_step_seconds * 1e3:,.3f} ms (E(N) {c.measured_efficiency:.2f}): "
         f"error {c.error_pct:+.0f}%"
     )
+
+
+def link_said(name: str | None, peak_gbps: float | None, scope: str | None, basis: str | None,
+              why: str | None) -> str:  # fmt: skip
+    """The link a job's collectives are held against, or why none is known."""
+    if name is None or peak_gbps is None:
+        return f"against the link's peak: not known: {why}"
+    return (
+        f"against the link's peak: {name}, {peak_gbps:,.0f} GB/s per direction, {scope} ({basis})"
+    )

@@ -17,6 +17,7 @@ from traceview.analysis.finding import Finding
 from traceview.analysis.findings import job_findings
 from traceview.analysis.fits import AlphaBetaFit
 from traceview.analysis.job import JobReport
+from traceview.analysis.links import Link, against_peak
 from traceview.analysis.prediction import (
     CheckedPrediction,
     Prediction,
@@ -78,7 +79,12 @@ class Job:
 
     @cached_property
     def report(self) -> JobReport:
-        return JobReport(folder=self.folder, ranks=self.ranks, run=self.run)
+        return JobReport(
+            folder=self.folder,
+            ranks=self.ranks,
+            run=self.run,
+            link_gbps=self.options.link_gbps if self.options else None,
+        )
 
     @property
     def calls(self) -> pl.DataFrame:
@@ -92,6 +98,20 @@ class Job:
     @property
     def step_skew(self) -> tuple[StepSkew, ...]:
         return self.report.step_skew
+
+    @property
+    def link(self) -> tuple[Link | None, str]:
+        """The link the collectives ran on, or why it is not known (docs/metrics.md "Against
+        the link's peak")."""
+        return self.report.link
+
+    def against_peak(self) -> pl.DataFrame:
+        """Per collective and size: calls, median busbw, lower_bound, peak_pct (empty where the
+        link is not known)."""
+        link, _ = self.link
+        if link is None:
+            return pl.DataFrame()
+        return against_peak(self.calls, link)
 
     @property
     def desync(self) -> Desync | None:
@@ -238,6 +258,7 @@ def load_runs(
     keep_intervals: bool | int = False,
     max_event_bytes: int | None = None,
     max_memory_bytes: int | None = None,
+    link_gbps: float | None = None,
     jobs: int | None = None,
     within: Path | None = None,
     job: str | None = None,
@@ -249,7 +270,9 @@ def load_runs(
     rank parsed once, in parallel (`jobs` processes; default: one per core), or read from its
     store partition. `within`: read nothing outside this folder. `job`: only the runs of that
     name. `before(sources)` is called once they are known (to refuse an output file that is one
-    of them, or say what is coming)."""
+    of them, or say what is coming). `link_gbps`: the peak per direction of the link the
+    collectives ran on, where the traces cannot tell (docs/metrics.md "Against the link's
+    peak")."""
     sources = find_runs(paths, within=within, job=job)
     if before is not None:
         before(sources)
@@ -258,6 +281,7 @@ def load_runs(
         comm_pattern=comm_pattern,
         keep_intervals=keep_intervals,
         max_memory_bytes=max_memory_bytes,
+        link_gbps=link_gbps,
     )
     if max_event_bytes is not None:
         options = replace(options, max_event_bytes=max_event_bytes)

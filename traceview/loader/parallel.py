@@ -53,6 +53,7 @@ class Options:
     keep_intervals: bool | int = False  # a number N: for ranks below N only
     max_event_bytes: int = MAX_EVENT_BYTES
     max_memory_bytes: int | None = None  # parse/budget.py; None: the machine's memory
+    link_gbps: float | None = None  # the link's peak per direction, given (analysis/links.py)
 
 
 def _analyze_one(path: Path, options: Options, progress: ProgressFn | None = None) -> Outcome:

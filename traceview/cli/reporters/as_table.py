@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from traceview.cli.reporters.common import BREAKDOWN, PARTIAL, rank_rows
+from traceview.cli.reporters.common import BREAKDOWN, PARTIAL, aligned, rank_rows
 from traceview.cli.reporters.cross_rank_lines import desync_lines, skew_lines, straggler_lines
+from traceview.cli.reporters.link_lines import link_lines
 from traceview.cli.reporters.prediction_lines import checked_lines
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
@@ -19,27 +20,6 @@ from traceview.documents.words import (
     strategy_said,
 )
 from traceview.loader import Runs
-
-
-def aligned(
-    rows: Sequence[Sequence[str]],
-    indent: str = "  ",
-    left_last: bool = False,
-    left_first: bool = False,
-) -> list[str]:
-    """Right-align every column (the first and the last left-aligned if asked), two spaces
-    apart."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = []
-    for row in rows:
-        cells = [c.rjust(w) for c, w in zip(row, widths, strict=True)]
-        if left_first:
-            cells[0] = row[0].ljust(widths[0])
-        if left_last:
-            cells[-1] = row[-1]
-        out.append(indent + "  ".join(cells))
-    return out
-
 
 # -- analyze -------------------------------------------------------------------------------
 
@@ -197,6 +177,7 @@ def collectives(runs: Runs, steps: StepSelection | None) -> str:
                     f"{fit.bandwidth_gbps:,.2f} GB/s, R² {fit.r2:.2f}"
                 )
             lines.append(f"  {fit.collective}: {fit.advice}")
+        lines += link_lines(job)
         lines.append("")
     return "\n".join(lines)
 

@@ -3,6 +3,8 @@ documents (traceview/documents)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from traceview.documents import structs as d
 
 PARTIAL = " (partial)"  # after the step of a trace cut short that may be missing work
@@ -27,3 +29,23 @@ def caveats(r: d.Rank) -> str:
         [n.message for n in r.notes if n.severity == "lossy"]
         + [n.message for n in r.notes if n.severity == "caveat"]
     )
+
+
+def aligned(
+    rows: Sequence[Sequence[str]],
+    indent: str = "  ",
+    left_last: bool = False,
+    left_first: bool = False,
+) -> list[str]:
+    """Right-align every column (the first and the last left-aligned if asked), two spaces
+    apart."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for row in rows:
+        cells = [c.rjust(w) for c, w in zip(row, widths, strict=True)]
+        if left_first:
+            cells[0] = row[0].ljust(widths[0])
+        if left_last:
+            cells[-1] = row[-1]
+        out.append(indent + "  ".join(cells))
+    return out

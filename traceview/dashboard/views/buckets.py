@@ -2,7 +2,7 @@ import polars as pl
 import streamlit as st
 
 from traceview.dashboard import charts, overview, spread
-from traceview.dashboard.frames import calls_frame
+from traceview.dashboard.frames import calls_frame, link_words
 from traceview.dashboard.ui import pick_ranks, pick_run, table
 
 CALL_COLUMNS = {
@@ -15,6 +15,15 @@ CALL_COLUMNS = {
     "wait_ms": ("waiting ms", "{:,.3f}"),
     "exposed_ms": ("exposed ms", "{:,.3f}"),
     "busbw_said": ("busbw GB/s", None),
+}
+
+PEAK_COLUMNS = {
+    "collective": ("collective", None),
+    "bytes": ("size bytes", "{:,d}"),
+    "calls": ("calls", "{:d}"),
+    "busbw_gbps": ("busbw GB/s (median)", "{:,.2f}"),
+    "peak_pct": ("% of the link's peak", "{:.1f}"),
+    "lower_bound": ("a lower bound", None),
 }
 
 st.title("Buckets and collectives")
@@ -43,6 +52,11 @@ if picked:
             st.altair_chart(spread.size_chart(calls), width="stretch")
         for fit in job.fits:
             st.write(f"**{fit.collective}**: {fit.advice}")
+        link, why = job.link
+        st.write(link_words(link, why, capital=True))
+        peak = job.against_peak()
+        if peak.height:
+            table(peak, PEAK_COLUMNS)
         table(calls, CALL_COLUMNS)
         st.caption(
             "busbw: bus bandwidth as nccl-tests defines it, on the transfer after the last rank "
