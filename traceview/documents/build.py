@@ -30,7 +30,7 @@ CALL_COLUMNS = list(d.Call.__struct_fields__)
 _CALL_TIMES = ("ready", "start", "end", "queue", "wait", "transfer", "exposed", "exposed_share")
 
 
-def _envelope() -> dict[str, Any]:
+def envelope() -> dict[str, Any]:
     return {"traceview_version": __version__, "schema_version": d.SCHEMA_VERSION}
 
 
@@ -71,7 +71,7 @@ def finding(f: Finding) -> d.Finding:
 
 def analyze(runs: Runs, steps: StepSelection | None = None) -> d.AnalyzeDocument:
     return d.AnalyzeDocument(
-        **_envelope(),
+        **envelope(),
         ranks=[rank(r, job.name, steps) for job in runs.jobs for r in job.ranks],
         jobs=[spread(job, steps) for job in runs.jobs],
         findings=[finding(f) for f in runs.findings()],
@@ -153,7 +153,7 @@ def spread(job: Job, steps: StepSelection | None) -> d.JobSpread:
 
 
 def collectives(runs: Runs, steps: StepSelection | None = None) -> d.CollectivesDocument:
-    return d.CollectivesDocument(**_envelope(), jobs=[job_calls(job, steps) for job in runs.jobs])
+    return d.CollectivesDocument(**envelope(), jobs=[job_calls(job, steps) for job in runs.jobs])
 
 
 def job_head(job: Job) -> dict[str, Any]:
@@ -285,7 +285,7 @@ def alignment(a: RankAlignment) -> d.Alignment:
 
 
 def ranks(runs: Runs) -> d.RanksDocument:
-    return d.RanksDocument(**_envelope(), jobs=[job_ranks(job) for job in runs.jobs])
+    return d.RanksDocument(**envelope(), jobs=[job_ranks(job) for job in runs.jobs])
 
 
 def job_ranks(job: Job) -> d.JobRanks:
@@ -374,7 +374,7 @@ def stragglers(rec: Recurrence | None) -> d.Stragglers | None:
 
 def compare(runs: Runs, memory_budget_bytes: float | None = None) -> d.CompareDocument:
     return d.CompareDocument(
-        **_envelope(),
+        **envelope(),
         runs=list(runs.scaling()),
         findings=[finding(f) for f in runs.findings(memory_budget_bytes)],
         errors=errors(runs),

@@ -354,9 +354,47 @@ class CompareDocument(Document, kw_only=True):
     predictions_checked: list[CheckedPrediction] = msgspec.field(default_factory=list)
 
 
+# -- diff ----------------------------------------------------------------------------------
+
+
+class Change(Struct, kw_only=True):
+    """docs/metrics.md "Diff": one figure per rank and step, before (run A) and after (run B)."""
+
+    what: str
+    before: float
+    after: float
+    change: float  # after - before
+    change_pct: float | None  # of before
+    noise: float | None  # twice the standard error of the difference of the means
+    within_noise: bool | None  # |change| <= noise; None where the runs' spread is unknown
+
+
+class CallsChange(Struct, kw_only=True):
+    name: str  # a collective type, or a bucket / FSDP module
+    calls: Change
+    megabytes: Change
+    duration_ms: Change
+    exposed_ms: Change
+
+
+class DiffDocument(Document, kw_only=True):
+    command: Literal["diff"] = "diff"
+    before: str  # run A
+    after: str  # run B
+    rank_steps: list[int]  # the rank-steps each run's means are over
+    step_ms: Change
+    parts: list[Change]  # compute, exposed communication, idle: they sum to step_ms
+    collectives: list[CallsChange]
+    labels: list[CallsChange]
+    kernels: list[Change]  # the work whose time per rank and step changed most
+    caveats: list[str]
+    errors: list[Error]
+
+
 DOCUMENTS: dict[str, type[Document]] = {
     "analyze": AnalyzeDocument,
     "collectives": CollectivesDocument,
     "ranks": RanksDocument,
     "compare": CompareDocument,
+    "diff": DiffDocument,
 }

@@ -13,6 +13,7 @@ import polars as pl
 
 from traceview.analysis.cross_rank import CrossRank, StepSkew
 from traceview.analysis.desync import Desync
+from traceview.analysis.diff import Diff, diff
 from traceview.analysis.finding import Finding
 from traceview.analysis.findings import job_findings
 from traceview.analysis.fits import AlphaBetaFit
@@ -198,6 +199,17 @@ class Runs:
 
     def predictions(self) -> list[Prediction]:
         return predict_jobs([job.report for job in self.jobs])
+
+    def diff(self) -> Diff:
+        """The two runs loaded, the first (A) against the second (B): where the step's time
+        went (docs/metrics.md "Diff"). Reads each run's model for the kernels that changed."""
+        if len(self.jobs) != 2:
+            raise TraceviewError(
+                f"diff compares two runs; these paths hold {len(self.jobs)}: name two run "
+                "folders (or traces), or one store job each with --job"
+            )
+        a, b = self.jobs
+        return diff(a.report, b.report, a.name, b.name, a.intervals, b.intervals)
 
     def what_if(self, job: Job) -> Calibration | None:
         """The what-if simulator calibrated on `job` (one of these runs), with its strategy's

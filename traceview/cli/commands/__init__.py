@@ -6,10 +6,11 @@ from traceview.cli.commands import (
     collectives,
     compare,
     dashboard,
+    diff,
     export,
     ingest,
     ranks,
     report,
 )
 
-COMMANDS = (analyze, collectives, ranks, compare, export, report, ingest, dashboard)
+COMMANDS = (analyze, collectives, ranks, compare, diff, export, report, ingest, dashboard)

@@ -15,6 +15,7 @@ import polars.selectors as cs
 from traceview.cli.reporters.common import BREAKDOWN, caveats, rank_rows
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
+from traceview.documents.diff import diff as diff_document
 from traceview.documents.frames import frame
 from traceview.loader import Runs
 
@@ -147,3 +148,33 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
             }
         )
     return _write(pl.DataFrame(records, infer_schema_length=None).select(COMPARE_COLUMNS))
+
+
+DIFF_COLUMNS = {
+    "section": pl.String, "name": pl.String, "figure": pl.String, "before": pl.Float64,
+    "after": pl.Float64, "change": pl.Float64, "change_pct": pl.Float64, "noise": pl.Float64,
+    "within_noise": pl.Boolean,
+}  # fmt: skip
+
+
+def diff(runs: Runs) -> str:
+    """One row per figure: the step and its parts, each collective's and bucket's calls, MB,
+    ms and exposed ms per rank and step, and the kernels that changed most."""
+    doc = diff_document(runs)
+    rows: list[dict[str, Any]] = []
+
+    def add(section: str, name: str, c: d.Change) -> None:
+        rows.append({"section": section, "name": name, "figure": c.what, "before": c.before,
+                     "after": c.after, "change": c.change, "change_pct": c.change_pct,
+                     "noise": c.noise, "within_noise": c.within_noise})  # fmt: skip
+
+    add("step", "step", doc.step_ms)
+    for p in doc.parts:
+        add("step", p.what, p)
+    for section, items in (("collective", doc.collectives), ("label", doc.labels)):
+        for c in items:
+            for figure in (c.calls, c.megabytes, c.duration_ms, c.exposed_ms):
+                add(section, c.name, figure)
+    for k in doc.kernels:
+        add("kernel", k.what, k)
+    return _write(pl.DataFrame(rows, schema=DIFF_COLUMNS))

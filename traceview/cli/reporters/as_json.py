@@ -4,6 +4,7 @@ published in docs/schema/<command>.schema.json."""
 from __future__ import annotations
 
 from traceview.documents import StepSelection, build
+from traceview.documents.diff import diff as diff_document
 from traceview.documents.publish import encode
 from traceview.loader import Runs
 
@@ -22,3 +23,7 @@ def ranks(runs: Runs) -> str:
 
 def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
     return encode(build.compare(runs, memory_budget_bytes))
+
+
+def diff(runs: Runs) -> str:
+    return encode(diff_document(runs))

@@ -8,10 +8,12 @@ from pathlib import Path
 
 from traceview.cli.reporters.common import BREAKDOWN, PARTIAL, aligned, rank_rows
 from traceview.cli.reporters.cross_rank_lines import desync_lines, skew_lines, straggler_lines
+from traceview.cli.reporters.diff_lines import diff_table
 from traceview.cli.reporters.link_lines import link_lines
 from traceview.cli.reporters.prediction_lines import checked_lines
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
+from traceview.documents.diff import diff as diff_document
 from traceview.documents.words import (
     BANDWIDTH_ON_DURATION,
     COMM_PER_STEP,
@@ -334,3 +336,7 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
     checked = checked_lines(doc.predictions_checked)
     body = [*lines, "", *said, *([""] if said else []), _COMPARE_NOTE, *checked, *found]
     return "\n".join(body) + "\n"
+
+
+def diff(runs: Runs) -> str:
+    return diff_table(diff_document(runs))

@@ -1,0 +1,107 @@
+"""`traceview diff` (docs/metrics.md "Diff"): two hand-built runs whose answers are worked out by
+hand, and two real harness runs that differ only in DDP's bucket size."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+import traceview
+from tests import tracebuild as tb
+from tests.cli.run_cli import traceview as cli
+
+ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+MB4 = 4_000_000
+
+
+def run(root: Path, name: str, comm_us: float) -> Path:
+    """One rank, four steps of 1,000 µs, each launching at its 1st and 2nd µs compute [10, 610)
+    and a 4 MB all-reduce from 510 for `comm_us`. With 200 µs: 100 overlapped, 100 exposed, the
+    step's window [10, 710); with 400: 300 exposed, [10, 910)."""
+    events: list[tb.Event] = []
+    for s in range(4):
+        base = 1000 * s
+        events += [
+            tb.step(s + 1, base, 1000), tb.launch(10 * s + 1, base + 1), tb.launch(10 * s + 2, base + 2),
+            tb.kernel("volta_sgemm_128x64_nn", base + 10, 600, corr=10 * s + 1),
+            tb.kernel(ALLREDUCE, base + 510, comm_us, corr=10 * s + 2, stream=20,
+                      **{"Collective name": "allreduce", "In msg nelems": MB4 // 4,
+                         "Out msg nelems": MB4 // 4, "dtype": "Float", "Group size": 2}),
+        ]  # fmt: skip
+    folder = root / name
+    folder.mkdir()
+    tb.write(folder / "rank0.json", tb.document(events, rank=0, world=2))
+    return folder
+
+
+def test_the_step_change_is_split_where_it_happened(tmp_path):
+    a, b = run(tmp_path, "a", 200), run(tmp_path, "b", 400)
+    found = traceview.load_runs([a, b]).diff()
+    assert found.rank_steps == (4, 4)
+    # Every step alike: no spread, so any change is beyond noise and none is within.
+    assert (found.step_ms.before, found.step_ms.after) == pytest.approx((0.7, 0.9))
+    assert found.step_ms.noise == 0 and found.step_ms.within_noise is False
+    parts = {p.what: (p.before, p.after, p.within_noise) for p in found.parts}
+    assert parts == {
+        "compute": (pytest.approx(0.6), pytest.approx(0.6), True),
+        "exposed communication": (pytest.approx(0.1), pytest.approx(0.3), False),
+        "idle": (0.0, 0.0, True),
+    }
+    (coll,) = found.collectives
+    assert coll.name == "all_reduce"
+    assert (coll.calls.before, coll.calls.after) == (1.0, 1.0)
+    assert (coll.megabytes.before, coll.megabytes.after) == pytest.approx((4.0, 4.0))
+    assert (coll.duration_ms.before, coll.duration_ms.after) == pytest.approx((0.2, 0.4))
+    assert (coll.exposed_ms.before, coll.exposed_ms.after) == pytest.approx((0.1, 0.3))
+    top = found.kernels[0]
+    assert (top.what, top.before, top.after) == (ALLREDUCE, pytest.approx(0.2), pytest.approx(0.4))
+
+
+def test_diff_in_every_format(tmp_path):
+    a, b = run(tmp_path, "a", 200), run(tmp_path, "b", 400)
+    table = cli("diff", a, b)
+    assert table.code == 0, table.err
+    assert (
+        "  exposed communication  0.100 ms  0.300 ms  +0.200 ms (+200%)  beyond noise"
+        in table.out
+    )
+    doc = json.loads(cli("diff", a, b, "--format", "json").out)
+    assert doc["command"] == "diff" and doc["rank_steps"] == [4, 4]
+    assert round(doc["step_ms"]["change"], 6) == 0.2
+    rows = list(csv.DictReader(io.StringIO(cli("diff", a, b, "--format", "csv").out)))
+    exposed = next(
+        r for r in rows if r["section"] == "step" and r["name"] == "exposed communication"
+    )
+    assert (round(float(exposed["change"]), 6), exposed["within_noise"]) == (0.2, "false")
+    one = cli("diff", a)
+    assert one.code != 0 and "diff compares two runs; these paths hold 1" in one.err
+
+
+@pytest.mark.slow
+def test_two_harness_runs_differing_in_bucket_size_show_where_exposure_moved(tmp_path):
+    pytest.importorskip("torch")
+    from tests.harness.conftest import SMALL, sweep
+
+    def ddp(out: Path, cap_mb: str) -> Path:
+        done = sweep(out, "--strategies", "ddp", "--dp", "2", "--device", "cpu",
+                     "--bucket-cap-mb", cap_mb, "--", *SMALL)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        return out / json.loads((out / "index.json").read_text())["runs"][0]["path"]
+
+    small = ddp(tmp_path / "small", "1")  # 1 MB buckets
+    one = ddp(tmp_path / "one", "1000")  # one bucket of every gradient
+    found = traceview.load_runs([small, one]).diff()
+    # The parts add up to the step, before and after.
+    assert sum(p.change for p in found.parts) == pytest.approx(found.step_ms.change, abs=1e-9)
+    labels = {c.name: c for c in found.labels}
+    # 1 MB buckets: several; one bucket of everything: bucket 0 alone.
+    assert len(labels) >= 3
+    assert all(labels[n].calls.after == 0 for n in labels if n != "bucket 0")
+    assert labels["bucket 0"].calls.after == 1.0
+    # The exposed communication after is all bucket 0's, where it happened.
+    exposed_after = next(p.after for p in found.parts if p.what == "exposed communication")
+    assert labels["bucket 0"].exposed_ms.after == pytest.approx(exposed_after, rel=0.05)

@@ -1,0 +1,27 @@
+"""`traceview diff A B`: two runs compared, communication first — where the step's time went."""
+
+from __future__ import annotations
+
+import argparse
+
+from traceview.cli import options
+from traceview.cli.reporters import reporter
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "diff",
+        help="two runs compared: where the step's time went, per part, collective and bucket",
+        description="Compare run A with run B (two run folders or traces, or a store's job each "
+        "with --job): the change in step time split into compute, exposed communication and "
+        "idle; per collective type and per bucket or FSDP module the calls, bytes, time and "
+        "exposed time per rank and step; the kernels whose time changed most. Each change of "
+        "the step is judged against the runs' own step-to-step spread (docs/metrics.md, Diff).",
+    )
+    options.add_inputs(p, what="run A, then run B (a run folder, a trace, or a store)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    runs = options.load(args)
+    return options.finish(reporter(args.format).diff(runs), args, runs)
