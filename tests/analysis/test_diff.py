@@ -66,8 +66,7 @@ def test_diff_in_every_format(tmp_path):
     table = cli("diff", a, b)
     assert table.code == 0, table.err
     assert (
-        "  exposed communication  0.100 ms  0.300 ms  +0.200 ms (+200%)  beyond noise"
-        in table.out
+        "  exposed communication  0.100 ms  0.300 ms  +0.200 ms (+200%)  beyond noise" in table.out
     )
     doc = json.loads(cli("diff", a, b, "--format", "json").out)
     assert doc["command"] == "diff" and doc["rank_steps"] == [4, 4]

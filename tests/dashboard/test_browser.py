@@ -19,11 +19,12 @@ import pytest
 ROOT = Path(__file__).parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = {
-    "": ("Scaling", 3),
+    "": ("Scaling", 4),  # efficiency, throughput, exposed, the what-if curve
     "timeline": ("Timeline", 1),
     "overlap": ("Overlap", 1),
     "buckets": ("Buckets and collectives", 2),
     "memory": ("Memory", 1),
+    "diff": ("Diff", 1),
     "runs": ("Runs", 0),
 }
 # The flags a sandboxed machine with no outside network needs (see the env notes).

@@ -379,3 +379,21 @@ def test_the_buckets_page_holds_the_calls_against_the_links_peak(monkeypatch, tm
     )
     peak = at.dataframe[0].value
     assert list(peak["calls"]) == ["6"] and list(peak["% of the link's peak"]) == ["5.6"]
+
+
+def test_the_diff_page_says_where_the_step_went(monkeypatch, tmp_path):
+    from tests.analysis.test_diff import run
+
+    run(tmp_path, "a", 200)
+    run(tmp_path, "b", 400)
+    at = page("diff", tmp_path, monkeypatch)
+    assert not at.error
+    shown = at.dataframe[0].value
+    rows = dict(
+        zip(shown.iloc[:, 0], zip(shown["B − A"], shown["judged"], strict=True), strict=True)
+    )
+    # tests/analysis/test_diff.py: the all-reduce from 200 to 400 µs, 0.1 → 0.3 ms exposed.
+    assert rows["exposed communication"] == ("+0.200", "beyond noise")
+    assert rows["compute"] == ("+0.000", "within noise")
+    assert at.subheader[0].value == "Per collective"
+    assert at.dataframe[1].value["exposed ms A → B"].tolist() == ["0.10 → 0.30"]

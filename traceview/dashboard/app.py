@@ -15,6 +15,7 @@ navigation = st.navigation(
         st.Page(PAGES / "overlap.py", title="Overlap"),
         st.Page(PAGES / "buckets.py", title="Buckets"),
         st.Page(PAGES / "memory.py", title="Memory"),
+        st.Page(PAGES / "diff.py", title="Diff"),
         st.Page(PAGES / "runs.py", title="Runs"),
     ]
 )

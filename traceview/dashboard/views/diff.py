@@ -1,0 +1,91 @@
+from functools import partial
+
+import altair as alt
+import polars as pl
+import streamlit as st
+
+from traceview import Runs
+from traceview.dashboard import data
+from traceview.dashboard.charts import FULL_WIDTH
+from traceview.dashboard.ui import guarded, table
+from traceview.documents import structs as d
+from traceview.documents.diff import diff
+
+CHANGE_COLUMNS = {
+    "what": ("", None),
+    "before": ("A", "{:,.3f}"),
+    "after": ("B", "{:,.3f}"),
+    "change": ("B − A", "{:+,.3f}"),
+    "judged": ("judged", None),
+}
+CALLS_COLUMNS = {
+    "name": ("", None),
+    "calls": ("calls A → B", None),
+    "megabytes": ("MB A → B", None),
+    "duration_ms": ("ms A → B", None),
+    "exposed_ms": ("exposed ms A → B", None),
+}
+
+
+def changes(items: list[d.Change]) -> pl.DataFrame:
+    judged = {True: "within noise", False: "beyond noise", None: "-"}
+    return pl.DataFrame(
+        [{"what": c.what, "before": c.before, "after": c.after, "change": c.change,
+          "judged": judged[c.within_noise]} for c in items],
+        schema={"what": pl.String, "before": pl.Float64, "after": pl.Float64,
+                "change": pl.Float64, "judged": pl.String},
+    )  # fmt: skip
+
+
+def calls(items: list[d.CallsChange]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"name": c.name, **{f: f"{getattr(c, f).before:,.2f} → {getattr(c, f).after:,.2f}"
+                             for f in ("calls", "megabytes", "duration_ms", "exposed_ms")}}
+         for c in items],
+        schema={k: pl.String for k in CALLS_COLUMNS},
+    )  # fmt: skip
+
+
+st.title("Diff")
+runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
+if runs is not None and runs.height >= 2:
+    names = runs["run"].to_list()
+    left, right = st.columns(2)
+    a = left.selectbox("run A (before)", names, index=0, key="diff a")
+    b = right.selectbox("run B (after)", names, index=1, key="diff b")
+    jobs = [guarded(n, partial(data.job_for, n)) for n in (a, b)]
+    if a == b:
+        st.info("Choose two different runs.")
+    elif all(j is not None for j in jobs):
+        doc = guarded("Diff", lambda: diff(Runs(jobs=tuple(jobs))))  # type: ignore[arg-type]
+        if doc is not None:
+            parts = changes(doc.parts)
+            st.altair_chart(
+                alt.Chart(parts).mark_bar().encode(
+                    x=alt.X("change:Q", title="B − A, ms per rank and step"),
+                    y=alt.Y("what:N", title=None, sort=None),
+                    color=alt.Color("judged:N", title=None,
+                                    scale=alt.Scale(domain=["within noise", "beyond noise", "-"],
+                                                    range=["#bab0ac", "#e45756", "#9d9d9d"])),
+                ).properties(**FULL_WIDTH, height=120),
+                width="stretch",
+            )  # fmt: skip
+            table(changes([doc.step_ms, *doc.parts]), CHANGE_COLUMNS)
+            st.caption(
+                f"Means per rank and step over {doc.rank_steps[0]} (A) and {doc.rank_steps[1]} "
+                "(B) rank-steps: compute + exposed communication + idle = the step. Within "
+                "noise: the change is under twice the standard error of the difference of the "
+                "means (docs/metrics.md, “Diff”)."
+            )
+            for title, items in (("Per collective", doc.collectives),
+                                 ("Per bucket or FSDP module", doc.labels)):  # fmt: skip
+                if items:
+                    st.subheader(title)
+                    table(calls(items), CALLS_COLUMNS)
+            if doc.kernels:
+                st.subheader("The work whose time changed most (ms per rank and step)")
+                table(changes(doc.kernels), CHANGE_COLUMNS)
+            for caveat in doc.caveats:
+                st.warning(caveat)
+elif runs is not None:
+    st.info("A diff needs two runs under this folder.")
