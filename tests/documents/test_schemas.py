@@ -53,6 +53,7 @@ def test_the_published_schema_is_what_the_structs_generate(command):
         ("ranks", [SWEEP / "ddp-dp4"]),
         ("ranks", [FIXTURES / "nccl_ddp_w2_rank0_step5.json.gz"]),  # one rank: nothing compared
         ("compare", [SWEEP]),
+        ("diff", [SWEEP / "ddp-dp2", SWEEP / "ddp-dp4"]),
     ],
 )
 def test_every_commands_output_validates_against_its_schema(command, inputs):
