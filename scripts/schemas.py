@@ -7,8 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from traceview.documents.publish import json_schema
-from traceview.documents.structs import DOCUMENTS
+from traceview.documents.publish import DOCUMENTS, json_schema
 
 FOLDER = Path(__file__).resolve().parents[1] / "docs" / "schema"
 

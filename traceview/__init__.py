@@ -5,6 +5,7 @@ hidden behind compute? Parse PyTorch profiler traces and measure it per rank, st
     job = traceview.load("runs/ddp-dp2")       # a trace, or a folder of one job's rank traces
     job.ranks[0].total.exposed_comm_ns         # each rank's Breakdown, in ns; .steps per step
     job.calls                                  # every collective call (JOB_CALLS_SCHEMA)
+    job.critical_path().attribution()          # step time by (rank, category) on the path
     runs = traceview.load_runs(["sweep/"])     # many runs: runs.scaling(), runs.predictions()
     traceview.ingest(["runs/"], "store")       # into a Parquet store, which loads as traces do
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
         RankReport,
         StepBreakdown,
     )
+    from traceview.analysis.critical_path import CriticalPath
     from traceview.analysis.cross_rank import CrossRank, RankAlignment, StepSkew
     from traceview.analysis.desync import Desync, DesyncSign
     from traceview.analysis.findings import NO_FINDINGS
@@ -71,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     "Calibration": "traceview.analysis.whatif",
     "CheckedPrediction": "traceview.analysis.prediction",
     "CollectiveSummary": "traceview.analysis",
+    "CriticalPath": "traceview.analysis.critical_path",
     "CrossRank": "traceview.analysis.cross_rank",
     "Desync": "traceview.analysis.desync",
     "DesyncSign": "traceview.analysis.desync",

@@ -1,6 +1,7 @@
 """An annotated timeline of a job in the Chrome trace format, for Perfetto and chrome://tracing:
 every rank's compute, communication and memory work on its own lanes (clocks aligned across
-ranks), with tracks added per rank that mark the overlap and the exposed communication."""
+ranks), with tracks added per rank that mark the overlap, the exposed communication and the
+stretches of the critical path that ran on that rank."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from traceview.compression import gzip_writer
 from traceview.loader import Job
 
 ANNOTATION_TRACKS = ("overlap", "exposed comm")
+PATH_TRACK = "critical path"
 
 
 def _us(ns: int) -> float:
@@ -33,6 +35,9 @@ def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
     if not ranks:
         return
     start = min(int(iv["ts_ns"].min()) - offsets.get(r.rank, 0) for r, iv in ranks)  # type: ignore[arg-type]
+    path = _path_spans(job)
+    if path.height:  # a CPU step's path begins with its span, which may begin before any work
+        start = min(start, int(path["ts_ns"].min()))  # type: ignore[arg-type]
     labels = _call_labels(job)
     encode = msgspec.json.Encoder().encode
     for i, (report, intervals) in enumerate(ranks):
@@ -41,7 +46,8 @@ def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
         title = f"rank {report.rank}" if report.rank is not None else report.trace.name
         work = intervals.filter(pl.col("kind") != "other")
         lanes = sorted(work["lane"].unique().to_list())
-        named = [*ANNOTATION_TRACKS, *lanes]
+        on_path = path.filter(pl.col("rank") == report.rank) if report.rank is not None else None
+        named = [*ANNOTATION_TRACKS, *([PATH_TRACK] if path.height else []), *lanes]
         meta = [_meta(pid, 0, "process_name", "name", title),
                 _meta(pid, 0, "process_sort_index", "sort_index", pid)]  # fmt: skip
         for tid, lane in enumerate(named, start=1):
@@ -57,6 +63,10 @@ def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
             )
         )
         yield from _spans(tracks, pid, shift, args=None)
+        if on_path is not None and on_path.height:
+            # The path is on the aligned clock: from the timeline's start, as every lane is.
+            marks = on_path.with_columns(tid=pl.lit(named.index(PATH_TRACK) + 1, pl.Int64))
+            yield from _spans(marks, pid, round(start), args=pl.struct("step", "collective"))
         lane_tid = {lane: tid for tid, lane in enumerate(named, start=1)}
         comm = pl.col("kind") == "comm"
         spans = work.filter(~comm).select(
@@ -111,6 +121,15 @@ def _spans(
     yield events.height, text.rstrip(b"\n").replace(b"\n", b",\n")
 
 
+def _path_spans(job: Job) -> pl.DataFrame:
+    """The critical path's segments (ts_ns, end_ns on the aligned clock, rank, cat, name =
+    its category, step, collective); empty where the job has none."""
+    return job.critical_path().segments.select(
+        "rank", "step", "collective", ts_ns="start_ns", end_ns="end_ns", name="category",
+        cat=pl.lit(PATH_TRACK),
+    )  # fmt: skip
+
+
 def _call_labels(job: Job) -> dict[tuple[int | None, int], dict[str, Any]]:
     """(rank, start) -> what `traceview collectives` says of that call."""
     calls = job.calls
@@ -142,5 +161,8 @@ def write_annotated(job: Job, sink: BinaryIO, compress: bool) -> int:
         }
         if cross is not None and not cross.aligned:
             meta["not_aligned"] = cross.reason or ""
+        found = job.critical_path()
+        if found.reason:
+            meta["critical_path"] = found.reason
         out.write(b'\n], "traceview": ' + encode(meta) + b"}\n")
     return count

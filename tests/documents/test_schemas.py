@@ -13,8 +13,8 @@ import pytest
 
 from tests import tracebuild as tb
 from tests.cli.run_cli import traceview
-from traceview.documents.publish import json_schema
-from traceview.documents.structs import DOCUMENTS, SCHEMA_VERSION
+from traceview.documents.publish import DOCUMENTS, json_schema
+from traceview.documents.structs import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "docs" / "schema"

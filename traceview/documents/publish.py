@@ -8,7 +8,19 @@ from typing import Any
 
 import msgspec
 
-from traceview.documents.structs import DOCUMENTS, SCHEMA_VERSION, Document
+from traceview.documents import structs as d
+from traceview.documents.path_structs import CriticalPathDocument
+from traceview.documents.structs import SCHEMA_VERSION, Document
+
+# Every command's document, by the command's name: what docs/schema publishes.
+DOCUMENTS: dict[str, type[Document]] = {
+    "analyze": d.AnalyzeDocument,
+    "collectives": d.CollectivesDocument,
+    "ranks": d.RanksDocument,
+    "compare": d.CompareDocument,
+    "diff": d.DiffDocument,
+    "critical-path": CriticalPathDocument,
+}
 
 
 def encode(document: Document) -> str:

@@ -389,12 +389,3 @@ class DiffDocument(Document, kw_only=True):
     kernels: list[Change]  # the work whose time per rank and step changed most
     caveats: list[str]
     errors: list[Error]
-
-
-DOCUMENTS: dict[str, type[Document]] = {
-    "analyze": AnalyzeDocument,
-    "collectives": CollectivesDocument,
-    "ranks": RanksDocument,
-    "compare": CompareDocument,
-    "diff": DiffDocument,
-}

@@ -3,7 +3,7 @@ get from traceview.load / traceview.load_runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import polars as pl
 
+from traceview.analysis.critical_path import CriticalPath, job_critical_path
 from traceview.analysis.cross_rank import CrossRank, StepSkew
 from traceview.analysis.desync import Desync
 from traceview.analysis.diff import Diff, diff
@@ -125,6 +126,12 @@ class Job:
         """Per step, the rank the others waited for, and whether it is the same rank step
         after step (docs/metrics.md "Stragglers"); None unless the ranks are aligned."""
         return self.report.recurrence
+
+    def critical_path(self, steps: Container[int] | None = None) -> CriticalPath:
+        """Per step (of `steps`, where given), the chain of work across ranks that set the
+        step's end, and the step's time by rank and category (docs/metrics.md "Critical
+        path"). Reads the ranks' intervals where they were not kept, a few ranks at a time."""
+        return job_critical_path(self.report, self.intervals_of, steps)
 
     @property
     def fits(self) -> tuple[AlphaBetaFit, ...]:

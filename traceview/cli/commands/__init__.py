@@ -5,6 +5,7 @@ from traceview.cli.commands import (
     analyze,
     collectives,
     compare,
+    critical_path,
     dashboard,
     diff,
     export,
@@ -13,4 +14,6 @@ from traceview.cli.commands import (
     report,
 )
 
-COMMANDS = (analyze, collectives, ranks, compare, diff, export, report, ingest, dashboard)
+COMMANDS = (
+    analyze, collectives, ranks, critical_path, compare, diff, export, report, ingest, dashboard
+)  # fmt: skip

@@ -15,6 +15,7 @@ import polars.selectors as cs
 from traceview.cli.reporters.common import BREAKDOWN, caveats, rank_rows
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
+from traceview.documents.critical_path import critical_path as path_document
 from traceview.documents.diff import diff as diff_document
 from traceview.documents.frames import frame
 from traceview.loader import Runs
@@ -178,3 +179,22 @@ def diff(runs: Runs) -> str:
     for k in doc.kernels:
         add("kernel", k.what, k)
     return _write(pl.DataFrame(rows, schema=DIFF_COLUMNS))
+
+
+PATH_COLUMNS = {
+    "job": pl.String, "step": pl.Int64, "step_us": pl.Float64, "crossings": pl.Int64,
+    "rank": pl.Int64, "category": pl.String, "us": pl.Float64, "share": pl.Float64,
+}  # fmt: skip
+
+
+def critical_path(runs: Runs, steps: StepSelection | None) -> str:
+    """One row per job, step, rank and category of the critical path: the step's time on it
+    (the rows of a step sum to its step_us); a job without a path has none."""
+    rows = [
+        {"job": job.job, "step": s.step, "step_us": s.step_us, "crossings": s.crossings,
+         "rank": p.rank, "category": p.category, "us": p.us, "share": p.share}
+        for job in path_document(runs, steps).jobs
+        for s in job.steps
+        for p in s.parts
+    ]  # fmt: skip
+    return _write(pl.DataFrame(rows, schema=PATH_COLUMNS))

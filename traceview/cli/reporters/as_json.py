@@ -4,6 +4,7 @@ published in docs/schema/<command>.schema.json."""
 from __future__ import annotations
 
 from traceview.documents import StepSelection, build
+from traceview.documents.critical_path import critical_path as path_document
 from traceview.documents.diff import diff as diff_document
 from traceview.documents.publish import encode
 from traceview.loader import Runs
@@ -27,3 +28,7 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
 
 def diff(runs: Runs) -> str:
     return encode(diff_document(runs))
+
+
+def critical_path(runs: Runs, steps: StepSelection | None) -> str:
+    return encode(path_document(runs, steps))

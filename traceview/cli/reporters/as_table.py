@@ -10,9 +10,11 @@ from traceview.cli.reporters.common import BREAKDOWN, PARTIAL, aligned, rank_row
 from traceview.cli.reporters.cross_rank_lines import desync_lines, skew_lines, straggler_lines
 from traceview.cli.reporters.diff_lines import diff_table
 from traceview.cli.reporters.link_lines import link_lines
+from traceview.cli.reporters.path_lines import critical_path_table
 from traceview.cli.reporters.prediction_lines import checked_lines
 from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
+from traceview.documents.critical_path import critical_path as path_document
 from traceview.documents.diff import diff as diff_document
 from traceview.documents.words import (
     BANDWIDTH_ON_DURATION,
@@ -340,3 +342,7 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
 
 def diff(runs: Runs) -> str:
     return diff_table(diff_document(runs))
+
+
+def critical_path(runs: Runs, steps: StepSelection | None) -> str:
+    return critical_path_table(path_document(runs, steps))

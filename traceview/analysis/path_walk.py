@@ -1,0 +1,293 @@
+"""The walk behind the critical path (analysis/critical_path.py), on whole columns: each piece
+of work's predecessor is found for every piece at once (two sorted searches), so following the
+path is one pointer chase per step, and its segments are cut and merged as columns. Times are
+on the aligned clock."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+# Work on the lane the path is on (a GPU stream, a host thread) runs in order: its own previous
+# work is taken as the cause unless another lane's ended more than this much later.
+SAME_LANE_SLACK_NS = 1_000
+NO_LAUNCH = np.iinfo(np.int64).min
+KINDS = ("compute", "comm", "memory")
+_COMPUTE, _COMM, _MEMORY = range(3)
+
+SEGMENTS_SCHEMA = {
+    "step": pl.Int64, "rank": pl.Int32, "category": pl.String, "start_ns": pl.Int64,
+    "end_ns": pl.Int64, "work": pl.Int64, "collective": pl.String,
+}  # fmt: skip
+
+
+def walk(rows: pl.DataFrame, windows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """rows: every rank's work of the steps walked (step, rank, lane, kind, start, end, launch,
+    collective, arrive, last_rank: the match's last arrival and who, null where unmatched);
+    windows: per step and rank its start and end. Returns (segments in time order, per step
+    its start_ns, end_ns and crossings)."""
+    rows = rows.filter(pl.col("end") > pl.col("start")).sort("step", "rank", "end", "start")
+    n = rows.height
+    step, rank = rows["step"].to_numpy(), rows["rank"].to_numpy()
+    start, end = rows["start"].to_numpy(), rows["end"].to_numpy()
+    lane = rows["lane"].cast(pl.Categorical).to_physical().cast(pl.Int64).to_numpy()
+    kind = rows["kind"].replace_strict(KINDS, list(range(3)), return_dtype=pl.Int8).to_numpy()
+    launch = rows["launch"].fill_null(NO_LAUNCH).to_numpy()
+    arrive = rows["arrive"].fill_null(NO_LAUNCH).to_numpy()
+    last = rows["last_rank"].fill_null(-1).to_numpy()
+    gid = _group_ids(step, rank)
+    # The last rank's call of the same match and step, where the path can cross to it.
+    theirs = _their_call(rows, n)
+    matched = arrive != NO_LAUNCH
+    late = matched & (last != rank) & (start < arrive) & (arrive < end)
+    crossing = late & (theirs >= 0)
+    waiting = late & (theirs < 0)
+    via = np.where(crossing, theirs, np.arange(n))  # the work the path enters this one by
+    entry_time = np.where(crossing, arrive, start)
+    pred = _predecessors(gid[via], lane[via], entry_time, gid, lane, start, end)
+
+    spans = (
+        windows.group_by("step")
+        .agg(
+            begin=pl.col("start_ns").min(),
+            finish=pl.col("end_ns").max(),
+            # where the path begins: the rank that ended last (the lowest of those tied)
+            first_rank=pl.col("rank").sort_by(["end_ns", "rank"], descending=[True, False]).first(),
+        )
+        .sort("step")
+    )
+    firsts = _last_work_before(spans, step, rank, gid, lane, start, end)
+    chains, at = _chase(firsts.tolist(), spans["begin"].to_list(), pred.tolist(), end.tolist())
+    on_path = np.concatenate(chains) if chains else np.zeros(0, dtype=np.int64)
+    per_step = np.repeat(np.arange(len(chains)), at)
+    crossings = np.bincount(per_step, weights=crossing[on_path], minlength=len(chains))
+    steps = spans.select(
+        "step", start_ns="begin", end_ns="finish", crossings=pl.Series(crossings, dtype=pl.Int64)
+    )
+    pieces = _pieces(
+        rows, spans, chains, at,
+        dict(start=start, end=end, kind=kind, via=via, entry_time=entry_time,
+             entry_launch=launch[via], arrive=arrive, crossing=crossing, waiting=waiting,
+             rank=rank, matched=matched),
+    )  # fmt: skip
+    return _merged(pieces), steps
+
+
+def _group_ids(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    new = np.ones(step.size, dtype=bool)
+    new[1:] = (step[1:] != step[:-1]) | (rank[1:] != rank[:-1])
+    return np.cumsum(new) - 1
+
+
+def _their_call(rows: pl.DataFrame, n: int) -> np.ndarray:
+    """Per row: the row of the same match's call on its last rank, in the same step; -1."""
+    calls = rows.with_row_index("i").filter(pl.col("match").is_not_null())
+    if calls.height == 0:
+        return np.full(n, -1, dtype=np.int64)
+    last = (
+        calls.filter(pl.col("rank") == pl.col("last_rank"))
+        .select("match", "step", theirs=pl.col("i").cast(pl.Int64))
+        .unique(["match", "step"], keep="first")
+    )
+    found = calls.join(last, on=["match", "step"], how="left").select("i", "theirs")
+    out = np.full(n, -1, dtype=np.int64)
+    out[found["i"].to_numpy()] = found["theirs"].fill_null(-1).to_numpy()
+    return out
+
+
+def _predecessors(
+    q_gid: np.ndarray, q_lane: np.ndarray, q_time: np.ndarray,
+    gid: np.ndarray, lane: np.ndarray, start: np.ndarray, end: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """Per query (group, lane, time): the work of the group that ended last at or before the
+    time; the lane's own where it ended within SAME_LANE_SLACK_NS of that; -1 where none. The
+    rows are sorted by group, then end: one key, gid × span + (end − the group's first start),
+    orders them all, so every query is one binary search."""
+    n = gid.size
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    groups = int(gid[-1]) + 1
+    base = np.full(groups, np.iinfo(np.int64).max)
+    np.minimum.at(base, gid, start)
+    span = int((end - base[gid]).max()) + 2
+    if groups * span >= 2**62 // 4:  # keys would overflow: a search per group instead
+        return _predecessors_per_group(q_gid, q_lane, q_time, gid, lane, start, end)
+    key = gid * span + (end - base[gid])
+    q_key = q_gid * span + np.clip(q_time - base[q_gid], -1, span - 1)
+    k = np.searchsorted(key, q_key, side="right") - 1
+    ok = (k >= 0) & (gid[np.maximum(k, 0)] == q_gid) & (end[np.maximum(k, 0)] <= q_time)
+    best = np.where(ok, k, -1)
+    # The same within (group, lane): rows ordered by group, lane, end.
+    order = np.lexsort((end, lane, gid))
+    lanes_of = np.unique(np.stack([gid[order], lane[order]]), axis=1, return_inverse=True)[1]
+    lane_id = np.empty(n, dtype=np.int64)
+    lane_id[order] = lanes_of.ravel()
+    lane_key = lane_id[order] * span + (end[order] - base[gid[order]])
+    q_lane_id = _lane_ids(q_gid, q_lane, gid, lane, lane_id)
+    j = np.searchsorted(lane_key, q_lane_id * span + np.clip(q_time - base[q_gid], -1, span - 1),
+                        side="right") - 1  # fmt: skip
+    jj = order[np.maximum(j, 0)]
+    own = (j >= 0) & (lane_id[jj] == q_lane_id) & (end[jj] <= q_time) & (q_lane_id >= 0)
+    prefer = own & (best >= 0) & (end[jj] >= end[np.maximum(best, 0)] - SAME_LANE_SLACK_NS)
+    return np.where(prefer, jj, best)
+
+
+def _lane_ids(
+    q_gid: np.ndarray, q_lane: np.ndarray, gid: np.ndarray, lane: np.ndarray, lane_id: np.ndarray
+) -> np.ndarray:
+    """The (group, lane) id of each query; -1 where the group has no work on that lane."""
+    known = pl.DataFrame({"g": gid, "l": lane, "id": lane_id}).unique(["g", "l"])
+    asked = pl.DataFrame({"g": q_gid, "l": q_lane}).join(
+        known, on=["g", "l"], how="left", maintain_order="left"
+    )
+    return asked["id"].fill_null(-1).to_numpy()
+
+
+def _predecessors_per_group(
+    q_gid: np.ndarray, q_lane: np.ndarray, q_time: np.ndarray,
+    gid: np.ndarray, lane: np.ndarray, start: np.ndarray, end: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    out = np.full(q_gid.size, -1, dtype=np.int64)
+    bounds = np.searchsorted(gid, np.arange(int(gid[-1]) + 2))
+    for q in range(q_gid.size):
+        lo, hi = bounds[q_gid[q]], bounds[q_gid[q] + 1]
+        k = lo + int(np.searchsorted(end[lo:hi], q_time[q], side="right")) - 1
+        if k < lo:
+            continue
+        mine = np.flatnonzero((lane[lo:hi] == q_lane[q]) & (end[lo:hi] <= q_time[q]))
+        if mine.size and end[lo + mine[-1]] >= end[k] - SAME_LANE_SLACK_NS:
+            k = lo + int(mine[-1])
+        out[q] = k
+    return out
+
+
+def _last_work_before(
+    spans: pl.DataFrame, step: np.ndarray, rank: np.ndarray, gid: np.ndarray,
+    lane: np.ndarray, start: np.ndarray, end: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """Per step: the work of its first rank that ended last by the step's end; -1 if none."""
+    groups = pl.DataFrame({"step": step, "first_rank": rank, "gid": gid}).unique(
+        ["step", "first_rank"]
+    )
+    asked = spans.select("step", "finish", "first_rank").join(
+        groups, on=["step", "first_rank"], how="left", maintain_order="left"
+    )
+    found = asked["gid"].is_not_null().to_numpy()
+    out = np.full(spans.height, -1, dtype=np.int64)
+    if found.any():
+        q_gid = asked["gid"].to_numpy()[found].astype(np.int64)
+        q_time = asked["finish"].to_numpy()[found]
+        no_lane = np.full(q_gid.size, -1, dtype=np.int64)
+        out[found] = _predecessors(q_gid, no_lane, q_time, gid, lane, start, end)
+    return out
+
+
+def _chase(
+    firsts: list[int], begins: list[int], pred: list[int], end: list[int]
+) -> tuple[list[np.ndarray], list[int]]:
+    """Each step's chain of work, last first: from its first piece through the predecessors,
+    while the work ends after the step's start."""
+    chains = []
+    for i, begin in zip(firsts, begins, strict=True):
+        chain = []
+        while i >= 0 and end[i] > begin:
+            chain.append(i)
+            i = pred[i]
+        chains.append(np.asarray(chain, dtype=np.int64))
+    return chains, [len(c) for c in chains]
+
+
+def _pieces(
+    rows: pl.DataFrame,
+    spans: pl.DataFrame,
+    chains: list[np.ndarray],
+    lengths: list[int],
+    col: dict[str, np.ndarray],
+) -> pl.DataFrame:
+    """The path's pieces: each piece of work on it (a crossing call: its transfer; a call whose
+    last rank's is in another step: its transfer and its waiting), the gap after each, and the
+    gap from the step's start to the earliest."""
+    count = np.asarray(lengths, dtype=np.int64)
+    begins, finish = spans["begin"].to_numpy(), spans["finish"].to_numpy()
+    node = np.concatenate(chains) if chains else np.zeros(0, dtype=np.int64)
+    first = np.zeros(node.size, dtype=bool)
+    first[(np.cumsum(count) - count)[count > 0]] = True
+    # What comes after each piece on the path: the previous in the chain, or the step's end.
+    after_time = np.where(first, np.repeat(finish, count), np.roll(col["entry_time"][node], 1))
+    after_launch = np.where(first, NO_LAUNCH, np.roll(col["entry_launch"][node], 1))
+    step, rank = np.repeat(spans["step"].to_numpy(), count), col["rank"][node]
+    kind, e = col["kind"][node], col["end"][node]
+    s = np.maximum(col["start"][node], np.repeat(begins, count))
+    collective = rows["collective"].gather(node)
+
+    def frame(mask, category, lo, hi, work, named):  # type: ignore[no-untyped-def]
+        return pl.DataFrame({
+            "step": step[mask], "rank": rank[mask],
+            "category": category[mask] if isinstance(category, np.ndarray) else category,
+            "start_ns": lo[mask], "end_ns": hi[mask], "work": work,
+            "collective": collective.filter(pl.Series(mask)) if named else None,
+        }, schema=SEGMENTS_SCHEMA)  # fmt: skip
+
+    comm = kind == _COMM
+    matched, crossing, waiting = col["matched"][node], col["crossing"][node], col["waiting"][node]
+    arrive = col["arrive"][node]
+    parts = [
+        frame(e < after_time, _gap_kind(after_launch, e), e, after_time, 0, False),
+        frame(kind == _COMPUTE, "compute", s, e, 1, False),
+        frame(kind == _MEMORY, "memory", s, e, 1, False),
+        frame(comm & matched, "transfer", np.where(crossing | waiting, arrive, s), e, 1, True),
+        frame(comm & waiting, "waiting", s, arrive, 0, True),
+        frame(comm & ~matched, "unmatched", s, e, 1, True),
+        _leads(spans, node, count, col),
+    ]
+    return pl.concat(parts).filter(pl.col("end_ns") > pl.col("start_ns"))
+
+
+def _gap_kind(after_launch: np.ndarray, since: np.ndarray) -> np.ndarray:
+    """A gap on the path before a piece of work: `host launch` where that work (GPU work) was
+    launched after the gap began — the device waited for the host to issue it — else `idle`."""
+    return np.where((after_launch != NO_LAUNCH) & (after_launch > since), "host launch", "idle")
+
+
+def _leads(
+    spans: pl.DataFrame, node: np.ndarray, count: np.ndarray, col: dict[str, np.ndarray]
+) -> pl.DataFrame:
+    """Per step, from its start to where the path's earliest work was entered, on the rank it
+    was entered on (the whole step, idle, where the path holds no work)."""
+    begins, finish = spans["begin"].to_numpy(), spans["finish"].to_numpy()
+    has = count > 0
+    earliest = node[(np.cumsum(count) - 1)[has]]
+    to = finish.copy()
+    to[has] = col["entry_time"][earliest]
+    on = spans["first_rank"].to_numpy().astype(np.int32)
+    on[has] = col["rank"][col["via"][earliest]]
+    kind = np.full(begins.size, "idle", dtype=object)
+    kind[has] = _gap_kind(col["entry_launch"][earliest], begins[has])
+    return pl.DataFrame({
+        "step": spans["step"].to_numpy(), "rank": on, "category": kind.astype(str),
+        "start_ns": begins, "end_ns": to, "work": 0, "collective": None,
+    }, schema=SEGMENTS_SCHEMA)  # fmt: skip
+
+
+def _merged(pieces: pl.DataFrame) -> pl.DataFrame:
+    """In time order, touching pieces of one rank, category and collective made one."""
+    pieces = pieces.sort("step", "start_ns")
+    same = (
+        (pl.col("step") == pl.col("step").shift())
+        & (pl.col("rank") == pl.col("rank").shift())
+        & (pl.col("category") == pl.col("category").shift())
+        & pl.col("collective").eq_missing(pl.col("collective").shift())
+        & (pl.col("start_ns") == pl.col("end_ns").shift())
+    )
+    return (
+        pieces.with_columns(run=(~same.fill_null(False)).cum_sum())
+        .group_by("run", maintain_order=True)
+        .agg(
+            pl.col("step", "rank", "category", "collective").first(),
+            pl.col("start_ns").first(),
+            pl.col("end_ns").last(),
+            pl.col("work").sum(),
+        )
+        .select(list(SEGMENTS_SCHEMA))
+        .cast(SEGMENTS_SCHEMA)  # type: ignore[arg-type]
+    )
