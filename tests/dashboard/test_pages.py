@@ -397,3 +397,22 @@ def test_the_diff_page_says_where_the_step_went(monkeypatch, tmp_path):
     assert rows["compute"] == ("+0.000", "within noise")
     assert at.subheader[0].value == "Per collective"
     assert at.dataframe[1].value["exposed ms A → B"].tolist() == ["0.10 → 0.30"]
+
+
+def test_the_overlap_page_draws_the_critical_path(monkeypatch, tmp_path):
+    from tests.analysis.test_critical_path import late_backward
+
+    late_backward(tmp_path / "job")
+    at = page("overlap", tmp_path, monkeypatch, run="job")
+    assert "What set each step's end: the critical path" in [h.value for h in at.subheader]
+    # tests/analysis/test_critical_path.py: rank 1's compute 450 of the step's 600 µs.
+    assert any(c.value.startswith("Over 1 step(s), the chain of work that set each step's end "
+                                  "spent rank 1's compute 75 %, rank 0's transfer 17 %")
+               for c in at.caption)  # fmt: skip
+    (path,) = [t for i in range(len(at.get("vega_lite_chart"))) for t in tables(at, i)
+               if "from_ms" in t.column_names]  # fmt: skip
+    columns = [path.column(c).to_pylist() for c in ("rank", "category", "from_ms", "to_ms")]
+    rows = zip(*columns, strict=True)
+    assert [(r, c, round(a, 6), round(b, 6)) for r, c, a, b in rows] == [
+        (1, "compute", 0, 0.45), (0, "transfer", 0.45, 0.55), (0, "compute", 0.55, 0.6)
+    ]  # fmt: skip

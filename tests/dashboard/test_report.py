@@ -163,3 +163,19 @@ def test_the_report_says_where_the_ranks_collectives_do_not_line_up(tmp_path):
     # The finding says it too, at the top.
     findings = html[html.index('id="findings"') : html.index('id="scaling"')]
     assert "the ranks&#x27; collectives do not line up" in findings
+
+
+def test_the_report_draws_the_critical_path_of_a_job_of_ranks(tmp_path):
+    from tests.analysis.test_critical_path import late_backward
+
+    out = tmp_path / "report.html"
+    assert traceview("report", late_backward(tmp_path / "job"), "--output", out).code == 0
+    html = out.read_text()
+    section = html[html.index("<h3>What set each step's end: the critical path</h3>") :]
+    section = section[: section.index("<h3>Most exposed")]
+    # rank 1's compute 450, rank 0's transfer 100 and compute 50 of the step's 600 µs.
+    assert (
+        "rank 1&#x27;s compute 75 %, rank 0&#x27;s transfer 17 %, rank 0&#x27;s compute 8 %"
+        in section
+    )
+    assert "The slowest step, 1 (0.600 ms" in section and section.count('class="chart"') == 2

@@ -24,7 +24,7 @@ from traceview import (
     TraceviewError,
     __version__,
 )
-from traceview.dashboard import charts, overview, spread, stragglers
+from traceview.dashboard import charts, critical_path, overview, spread, stragglers
 from traceview.dashboard.desync import desync_words
 from traceview.dashboard.frames import (
     CHECKED_NOTE,
@@ -297,6 +297,8 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
         doc.add("<p>No profiler steps in these traces (ProfilerStep#N).</p>")
     _stragglers(doc, job)
     _desync(doc, job)
+    for part in critical_path.report_parts(job):
+        doc.add(part) if isinstance(part, str) else doc.chart(part)
     doc.add("<h3>Most exposed collectives</h3>")
     calls = calls_frame(job)
     doc.add(_most_exposed(calls))

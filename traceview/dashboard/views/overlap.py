@@ -1,7 +1,7 @@
 import polars as pl
 import streamlit as st
 
-from traceview.dashboard import charts, overview, stragglers
+from traceview.dashboard import charts, critical_path, overview, stragglers
 from traceview.dashboard.desync import desync_words
 from traceview.dashboard.frames import overlap_frame
 from traceview.dashboard.ui import overview_map, pick_ranks, pick_run, table
@@ -67,3 +67,24 @@ if picked:
             st.caption(summary)
             if signs:
                 st.markdown("\n".join(f"- {s}" for s in signs))
+        path = critical_path.of(job)
+        if path is not None:
+            st.subheader("What set each step's end: the critical path")
+            if isinstance(path, str):
+                st.caption(path + ".")
+            else:
+                st.caption(critical_path.said(path))
+            if not isinstance(path, str) and path.found:
+                st.altair_chart(
+                    critical_path.totals_chart(critical_path.totals_frame(path)), width="stretch"
+                )
+                by_time = sorted(path.steps, key=lambda s: s.step_us, reverse=True)
+                step = st.selectbox(
+                    "step (slowest first)",
+                    by_time,
+                    format_func=lambda s: f"step {s.step}: {s.step_us / 1000:,.3f} ms",
+                    key=f"path step · {run}",
+                )
+                st.altair_chart(
+                    critical_path.step_chart(critical_path.step_frame(step)), width="stretch"
+                )
