@@ -18,12 +18,13 @@ ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<40
 MB4 = 4_000_000
 
 
-def run(root: Path, name: str, comm_us: float) -> Path:
+def run(root: Path, name: str, comm_us: float | list[float]) -> Path:
     """One rank, four steps of 1,000 µs, each launching at its 1st and 2nd µs compute [10, 610)
-    and a 4 MB all-reduce from 510 for `comm_us`. With 200 µs: 100 overlapped, 100 exposed, the
-    step's window [10, 710); with 400: 300 exposed, [10, 910)."""
+    and a 4 MB all-reduce from 510 for `comm_us` (or each step's). With 200 µs: 100 overlapped,
+    100 exposed, the step's window [10, 710); with 400: 300 exposed, [10, 910)."""
     events: list[tb.Event] = []
-    for s in range(4):
+    per_step = comm_us if isinstance(comm_us, list) else [comm_us] * 4
+    for s, comm_us in enumerate(per_step):
         base = 1000 * s
         events += [
             tb.step(s + 1, base, 1000), tb.launch(10 * s + 1, base + 1), tb.launch(10 * s + 2, base + 2),
@@ -77,7 +78,7 @@ def test_diff_in_every_format(tmp_path):
     )
     assert (round(float(exposed["change"]), 6), exposed["within_noise"]) == (0.2, "false")
     one = cli("diff", a)
-    assert one.code != 0 and "diff compares two runs; these paths hold 1" in one.err
+    assert one.code != 0 and "these paths hold 1" in one.err
 
 
 @pytest.mark.slow
@@ -104,3 +105,25 @@ def test_two_harness_runs_differing_in_bucket_size_show_where_exposure_moved(tmp
     # The exposed communication after is all bucket 0's, where it happened.
     exposed_after = next(p.after for p in found.parts if p.what == "exposed communication")
     assert labels["bucket 0"].exposed_ms.after == pytest.approx(exposed_after, rel=0.05)
+
+
+def test_two_step_ranges_of_one_run(tmp_path):
+    # Steps 1-2 run the all-reduce for 200 µs, steps 3-4 for 400: the same split as two runs
+    # (test_the_step_change_is_split_where_it_happened), over 2 rank-steps a side.
+    job = run(tmp_path, "job", [200, 200, 400, 400])
+    found = traceview.load_runs([job]).diff({1, 2}, {3, 4})
+    assert found.rank_steps == (2, 2)
+    assert (found.step_ms.before, found.step_ms.after) == pytest.approx((0.7, 0.9))
+    parts = {p.what: (p.before, p.after) for p in found.parts}
+    assert parts["exposed communication"] == pytest.approx((0.1, 0.3))
+    (coll,) = found.collectives
+    assert (coll.duration_ms.before, coll.duration_ms.after) == pytest.approx((0.2, 0.4))
+    assert (found.kernels[0].before, found.kernels[0].after) == pytest.approx((0.2, 0.4))
+    table = cli("diff", job, "--steps-a", "1-2", "--steps-b", "3-4")
+    assert table.code == 0, table.err
+    assert f"A: {job} steps 1-2 (2 rank-steps)" in table.out
+    assert (
+        "  exposed communication  0.100 ms  0.300 ms  +0.200 ms (+200%)  beyond noise" in table.out
+    )
+    alone = cli("diff", job, "--steps-a", "1-2")
+    assert alone.code == 2 and "one run with both step ranges" in alone.err

@@ -399,6 +399,23 @@ def test_the_diff_page_says_where_the_step_went(monkeypatch, tmp_path):
     assert at.dataframe[1].value["exposed ms A → B"].tolist() == ["0.10 → 0.30"]
 
 
+def test_the_diff_page_compares_one_run_s_two_halves(monkeypatch, tmp_path):
+    from tests.analysis.test_diff import run
+
+    # Steps 1-2 with a 200 µs all-reduce, 3-4 with 400 (tests/analysis/test_diff.py).
+    run(tmp_path, "job", [200, 200, 400, 400])
+    at = page("diff", tmp_path, monkeypatch)
+    assert not at.error
+    assert [t.value for t in at.text_input] == ["1-2", "3-4"]  # the run's halves, to start
+    shown = at.dataframe[0].value
+    rows = dict(zip(shown.iloc[:, 0], shown["B − A"], strict=True))
+    assert rows["exposed communication"] == "+0.200"
+    at.text_input[1].set_value("2-3").run()  # B: steps 2 (200 µs) and 3 (400): 0.2 ms exposed
+    assert at.dataframe[0].value["B"].tolist()[2] == "0.200"
+    at.text_input[1].set_value("3-x").run()
+    assert "not a step list" in at.error[0].value
+
+
 def test_the_overlap_page_draws_the_critical_path(monkeypatch, tmp_path):
     from tests.analysis.test_critical_path import late_backward
 

@@ -179,3 +179,22 @@ def test_the_report_draws_the_critical_path_of_a_job_of_ranks(tmp_path):
         in section
     )
     assert "The slowest step, 1 (0.600 ms" in section and section.count('class="chart"') == 2
+
+
+def test_a_report_of_two_runs_says_where_the_step_went_between_them(tmp_path):
+    from tests.analysis.test_diff import run
+
+    a, b = run(tmp_path, "a", 200), run(tmp_path, "b", 400)
+    out = tmp_path / "report.html"
+    assert traceview("report", a, b, "--output", out).code == 0
+    html = out.read_text()
+    assert '<a href="#diff">B against A</a>' in html
+    section = html[html.index('<h2 id="diff">') : html.index('<h2 id="run-0">')]
+    # tests/analysis/test_diff.py: the all-reduce from 200 to 400 µs, exposed 0.1 → 0.3 ms.
+    assert "<td>exposed communication</td><td>0.100</td><td>0.300</td>" in section.replace(
+        '<td class="name">', "<td>"
+    )
+    assert "beyond noise" in section and "0.10 → 0.30" in section
+    # A report of one run has no such section.
+    assert traceview("report", a, "--output", out).code == 0
+    assert 'id="diff"' not in out.read_text()

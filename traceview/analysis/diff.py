@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Container
 from dataclasses import dataclass
 
 import polars as pl
@@ -64,9 +65,18 @@ class Diff:
 
 def diff(a: JobReport, b: JobReport, a_name: str, b_name: str,
          a_intervals: pl.DataFrame | None = None,
-         b_intervals: pl.DataFrame | None = None) -> Diff:  # fmt: skip
-    """`*_intervals`: each run's model (INTERVALS_SCHEMA), for the kernels that changed most."""
-    sa, sb = _step_parts(a), _step_parts(b)
+         b_intervals: pl.DataFrame | None = None,
+         a_steps: Container[int] | None = None,
+         b_steps: Container[int] | None = None) -> Diff:  # fmt: skip
+    """`*_intervals`: each run's model (INTERVALS_SCHEMA), for the kernels that changed most;
+    `*_steps`: the steps of each side compared (all where None): two ranges of one job, or of
+    two runs."""
+    sa, sb = _step_parts(a, a_steps), _step_parts(b, b_steps)
+    a_calls, b_calls = _in(a.calls, sa, a_steps), _in(b.calls, sb, b_steps)
+    if a_intervals is not None:
+        a_intervals = _in(a_intervals, sa, a_steps)
+    if b_intervals is not None:
+        b_intervals = _in(b_intervals, sb, b_steps)
     caveats = [
         f"{name} has no profiler steps with their communication measured: its figures are 0"
         for name, s in ((a_name, sa), (b_name, sb))
@@ -90,23 +100,34 @@ def diff(a: JobReport, b: JobReport, a_name: str, b_name: str,
         rank_steps=(n_a, n_b),
         step_ms=_change("step", sa["window_ms"] if n_a else None, sb["window_ms"] if n_b else None),
         parts=parts,
-        collectives=_calls_changes(a.calls, b.calls, "collective", n_a, n_b),
-        labels=_calls_changes(a.calls, b.calls, "label", n_a, n_b),
+        collectives=_calls_changes(a_calls, b_calls, "collective", n_a, n_b),
+        labels=_calls_changes(a_calls, b_calls, "label", n_a, n_b),
         kernels=kernels,
         caveats=tuple(caveats),
     )
 
 
-def _step_parts(job: JobReport) -> pl.DataFrame:
-    """Per rank and step, in ms: window, compute (alone or overlapped), exposed, idle."""
+def _in(rows: pl.DataFrame, parts: pl.DataFrame, steps: Container[int] | None) -> pl.DataFrame:
+    """The rows (calls, intervals) of the steps compared, where only some are."""
+    if steps is None:
+        return rows
+    return rows.filter(pl.col("step").is_in(parts["step"].unique().to_list()))
+
+
+def _step_parts(job: JobReport, steps: Container[int] | None = None) -> pl.DataFrame:
+    """Per rank and step (of `steps`, where given), in ms: window, compute (alone or
+    overlapped), exposed, idle."""
     rows = [
         (r.rank, s.step, b.window_ns, b.compute_ns, b.exposed_comm_ns, b.idle_ns)
         for r in job.ranks
         for s in r.steps
-        if (b := s.breakdown).exposed_comm_ns is not None and b.idle_ns is not None
+        if (b := s.breakdown).exposed_comm_ns is not None
+        and b.idle_ns is not None
+        and (steps is None or s.step in steps)
     ]
     cols = ["rank", "step", "window_ms", "compute_ms", "exposed_ms", "idle_ms"]
-    frame = pl.DataFrame(rows, schema=cols, orient="row")
+    schema = {c: pl.Int64 for c in cols}
+    frame = pl.DataFrame(rows, schema=schema, orient="row")
     return frame.with_columns(pl.col(c) / 1e6 for c in cols[2:])
 
 

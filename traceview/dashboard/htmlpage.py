@@ -124,3 +124,24 @@ def html_page(title: str, style: str, parts: list[str], specs: list[dict[str, ob
         + f'\n<script type="application/gzip" id="charts">{packed(json.dumps(specs))}</script>'
         + f'\n<script type="text/javascript">{_DRAW}</script>\n</body></html>\n'
     )
+
+
+def table_html(
+    head: list[str], rows: list[list[str]], names: int = 1, wrap_last: bool = False
+) -> str:
+    """An HTML table; the first `names` columns are text, the rest numbers (the last one text
+    that wraps, if asked)."""
+
+    def cell(tag: str, i: int, text: str) -> str:
+        cls = ' class="name"' if i < names else ""
+        if wrap_last and i == len(head) - 1:
+            cls = ' class="wrap"'
+        return f"<{tag}{cls}>{text}</{tag}>"
+
+    out = [
+        "<table><tr>"
+        + "".join(cell("th", i, html.escape(str(h))) for i, h in enumerate(head))
+        + "</tr>"
+    ]
+    out += ["<tr>" + "".join(cell("td", i, c) for i, c in enumerate(r)) + "</tr>" for r in rows]
+    return "\n".join(out) + "</table>"

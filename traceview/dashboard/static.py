@@ -24,7 +24,7 @@ from traceview import (
     TraceviewError,
     __version__,
 )
-from traceview.dashboard import charts, critical_path, overview, spread, stragglers
+from traceview.dashboard import charts, critical_path, diff_report, overview, spread, stragglers
 from traceview.dashboard.desync import desync_words
 from traceview.dashboard.frames import (
     CHECKED_NOTE,
@@ -41,7 +41,7 @@ from traceview.dashboard.frames import (
     size_words,
     withheld_lines,
 )
-from traceview.dashboard.htmlpage import html_page
+from traceview.dashboard.htmlpage import html_page, table_html
 from traceview.dashboard.lanes import row_order, timeline_frame
 
 # The ranks whose intervals are kept while parsing, for the timeline: every rank of a job the
@@ -99,21 +99,6 @@ def _names(runs: Runs) -> dict[str, str]:
 
 def _anchor(i: int) -> str:
     return f"run-{i}"
-
-
-def _table(head: list[str], rows: list[list[str]], names: int = 1, wrap_last: bool = False) -> str:
-    """An HTML table; the first `names` columns are text, the rest numbers (the last one text
-    that wraps, if asked)."""
-
-    def cell(tag: str, i: int, text: str) -> str:
-        cls = ' class="name"' if i < names else ""
-        if wrap_last and i == len(head) - 1:
-            cls = ' class="wrap"'
-        return f"<{tag}{cls}>{text}</{tag}>"
-
-    out = ["<table><tr>" + "".join(cell("th", i, _e(h)) for i, h in enumerate(head)) + "</tr>"]
-    out += ["<tr>" + "".join(cell("td", i, c) for i, c in enumerate(r)) + "</tr>" for r in rows]
-    return "\n".join(out) + "</table>"
 
 
 def _num(value: float | None, spec: str) -> str:
@@ -193,7 +178,7 @@ def _most_exposed(calls: pl.DataFrame) -> str:
         for label, n, ms, size in top.select("label", "calls", "exposed_ms", "size").iter_rows()
     ]  # fmt: skip
     head = ["bucket, module or collective", "calls", "exposed ms", "% of exposed", "median size"]
-    return _table(head, rows) + (
+    return table_html(head, rows) + (
         "<p class=meta>Exposed ms: each call's time with no compute beside it that no call "
         "started before it already covers (concurrent calls counted once), over every rank.</p>"
     )
@@ -319,7 +304,7 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
         doc.add(f"<p>{_e(link_words(link, why, capital=True))}.</p>")
         peak = job.against_peak()
         if peak.height:
-            doc.add(_table(["collective", "size bytes", "calls", "busbw GB/s (median)",
+            doc.add(table_html(["collective", "size bytes", "calls", "busbw GB/s (median)",
                             "% of the link's peak"],
                            [[r["collective"] or "?", f"{r['bytes']:,}", str(r["calls"]),
                              ("≥ " if r["lower_bound"] else "") + f"{r['busbw_gbps']:,.2f}",
@@ -343,6 +328,7 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
     contents = ['<a href="#summary">Summary</a>', '<a href="#findings">Findings</a>']
     contents += ['<a href="#caveats">Caveats</a>'] if caveats else []
     contents += ['<a href="#scaling">Scaling</a>']
+    contents += [f'<a href="#{diff_report.ANCHOR}">B against A</a>'] if len(runs.jobs) == 2 else []
     contents += [
         f'<a href="#{_anchor(i)}">{_e(names[j.name])}</a>' for i, j in enumerate(runs.jobs)
     ]
@@ -350,7 +336,7 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
         "<nav><h2>Contents</h2><ol>" + "".join(f"<li>{c}</li>" for c in contents) + "</ol></nav>"
     )
     doc.add('<h2 id="summary">Summary</h2>')
-    doc.add(_table(_SUMMARY_HEAD, _summary_rows(rows, names, anchors), names=2, wrap_last=True))
+    doc.add(table_html(_SUMMARY_HEAD, _summary_rows(rows, names, anchors), names=2, wrap_last=True))
     doc.add(
         "<p class=meta>step s: the median measured step (min–max); E(N) against the same "
         "strategy's DP-1 run; exposed comm: exposed communication ÷ step window over ranks and "
@@ -391,6 +377,8 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
         exposed = scaling.filter(pl.col("exposed_comm_fraction").is_not_null())
         if exposed.height:
             doc.chart(charts.exposed_chart(exposed, by_run=True))
+    if len(runs.jobs) == 2:  # a before and an after: where the step's time went between them
+        doc.add(diff_report.section(runs, names))
     for i, job in enumerate(runs.jobs):
         _run_section(doc, i, job, names[job.name])
     return html_page(title, _STYLE, doc.parts, doc.specs)

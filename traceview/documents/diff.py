@@ -5,6 +5,7 @@ from __future__ import annotations
 from traceview.analysis.diff import CallsChange, Change
 from traceview.documents import structs as d
 from traceview.documents.build import envelope, errors
+from traceview.documents.steps import StepSelection
 from traceview.loader import Runs
 
 
@@ -25,8 +26,10 @@ def calls_change(c: CallsChange) -> d.CallsChange:
     )
 
 
-def diff(runs: Runs) -> d.DiffDocument:
-    found = runs.diff()
+def diff(
+    runs: Runs, a_steps: StepSelection | None = None, b_steps: StepSelection | None = None
+) -> d.DiffDocument:
+    found = runs.diff(a_steps, b_steps)
     return d.DiffDocument(
         **envelope(),
         before=found.before,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import polars as pl
@@ -24,3 +25,18 @@ class StepSelection:
         """True for rows whose `column` is a selected step."""
         inside = [pl.col(column).is_between(lo, hi) for lo, hi in self.ranges]
         return pl.any_horizontal(inside) if inside else pl.lit(False)
+
+
+def parse_steps(text: str) -> StepSelection:
+    """`3,5-7` as a StepSelection; ValueError, in one line, for anything else."""
+    ranges = []
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m:
+            raise ValueError(f"not a step list: {text!r} (try 3,5-7)")
+        lo, hi = int(m[1]), int(m[2] or m[1])
+        if hi < lo:
+            raise ValueError(f"empty step range: {part.strip()!r}")
+        if lo <= INT64_MAX:
+            ranges.append((lo, min(hi, INT64_MAX)))  # no step number goes past int64
+    return StepSelection(tuple(ranges))

@@ -207,16 +207,27 @@ class Runs:
     def predictions(self) -> list[Prediction]:
         return predict_jobs([job.report for job in self.jobs])
 
-    def diff(self) -> Diff:
-        """The two runs loaded, the first (A) against the second (B): where the step's time
-        went (docs/metrics.md "Diff"). Reads each run's model for the kernels that changed."""
-        if len(self.jobs) != 2:
+    def diff(
+        self, a_steps: Container[int] | None = None, b_steps: Container[int] | None = None
+    ) -> Diff:
+        """The two runs loaded, the first (A) against the second (B) — or, with one run and
+        both step selections, its steps `a_steps` against its steps `b_steps`: where the step's
+        time went (docs/metrics.md "Diff"). Reads each run's model for the kernels that
+        changed."""
+        if len(self.jobs) == 1 and a_steps is not None and b_steps is not None:
+            a = b = self.jobs[0]
+        elif len(self.jobs) == 2:
+            a, b = self.jobs
+        else:
             raise TraceviewError(
-                f"diff compares two runs; these paths hold {len(self.jobs)}: name two run "
-                "folders (or traces), or one store job each with --job"
+                f"diff compares two runs, or two step ranges of one (--steps-a, --steps-b); "
+                f"these paths hold {len(self.jobs)}: name two run folders (or traces), one store "
+                "job each with --job, or one run with both step ranges"
             )
-        a, b = self.jobs
-        return diff(a.report, b.report, a.name, b.name, a.intervals, b.intervals)
+        a_name = a.name if a_steps is None else f"{a.name} steps {a_steps}"
+        b_name = b.name if b_steps is None else f"{b.name} steps {b_steps}"
+        return diff(a.report, b.report, a_name, b_name, a.intervals, b.intervals,
+                    a_steps, b_steps)  # fmt: skip
 
     def what_if(self, job: Job) -> Calibration | None:
         """The what-if simulator calibrated on `job` (one of these runs), with its strategy's

@@ -158,10 +158,10 @@ DIFF_COLUMNS = {
 }  # fmt: skip
 
 
-def diff(runs: Runs) -> str:
+def diff(runs: Runs, a: StepSelection | None, b: StepSelection | None) -> str:
     """One row per figure: the step and its parts, each collective's and bucket's calls, MB,
     ms and exposed ms per rank and step, and the kernels that changed most."""
-    doc = diff_document(runs)
+    doc = diff_document(runs, a, b)
     rows: list[dict[str, Any]] = []
 
     def add(section: str, name: str, c: d.Change) -> None:

@@ -26,8 +26,8 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
     return encode(build.compare(runs, memory_budget_bytes))
 
 
-def diff(runs: Runs) -> str:
-    return encode(diff_document(runs))
+def diff(runs: Runs, a: StepSelection | None, b: StepSelection | None) -> str:
+    return encode(diff_document(runs, a, b))
 
 
 def critical_path(runs: Runs, steps: StepSelection | None) -> str:

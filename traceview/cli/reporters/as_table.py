@@ -340,8 +340,8 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
     return "\n".join(body) + "\n"
 
 
-def diff(runs: Runs) -> str:
-    return diff_table(diff_document(runs))
+def diff(runs: Runs, a: StepSelection | None, b: StepSelection | None) -> str:
+    return diff_table(diff_document(runs, a, b))
 
 
 def critical_path(runs: Runs, steps: StepSelection | None) -> str:
