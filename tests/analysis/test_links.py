@@ -104,7 +104,7 @@ def test_a_given_link_speed_overrides_and_every_format_says_it(tmp_path):
     ],
 )
 def test_what_it_cannot_decide_it_says(devices, hosts, why):
-    assert link_of(devices, hosts, 8, None) == (None, why)
+    assert link_of(devices, hosts, None) == (None, why)
 
 
 def test_the_real_a100_traces_say_what_they_lack():

@@ -45,8 +45,7 @@ class JobReport:
         (analysis/links.py)."""
         devices = {d for r in self.ranks for d in r.devices}
         hosts = {r.host for r in self.ranks}
-        world = max((r.world_size or 0 for r in self.ranks), default=0) or None
-        return link_of(devices, hosts, world, self.link_gbps)
+        return link_of(devices, hosts, self.link_gbps)
 
     @cached_property
     def _ranked_calls(self) -> pl.DataFrame:
@@ -86,8 +85,13 @@ class JobReport:
         calls = self._labelled
         if len(ranked) < 2 or calls.height == 0:
             return None
-        hosts = {r.host for r in ranked}
-        return align(calls, shared_clock=len(hosts) == 1 and None not in hosts)
+        return align(calls, shared_clock=self.shared_clock)
+
+    @property
+    def shared_clock(self) -> bool:
+        """Every ranked trace says it ran on one and the same host: their clocks are one."""
+        hosts = {r.host for r in self.ranks if r.rank is not None}
+        return len(hosts) == 1 and None not in hosts
 
     @property
     def aligned(self) -> bool:
@@ -155,8 +159,7 @@ class JobReport:
         if cross is not None and cross.aligned:
             offsets: dict[int, float] | None = {a.rank: a.offset_ns for a in cross.ranks}
         else:
-            hosts = {r.host for r in self.ranks if r.rank is not None}
-            offsets = {} if len(hosts) == 1 and None not in hosts else None
+            offsets = {} if self.shared_clock else None
         ends = {
             r.rank: r.total.end_ns for r in self.ranks if r.rank is not None and r.total is not None
         }

@@ -33,7 +33,7 @@ class Link:
 
 
 def link_of(
-    devices: set[str], hosts: set[str | None], world: int | None, given_gbps: float | None
+    devices: set[str], hosts: set[str | None], given_gbps: float | None
 ) -> tuple[Link | None, str]:
     """The link a job's collectives ran on, and why (or why none is known). `devices`: the GPU
     names its traces list; `hosts`: their host names (None where a trace records none)."""

@@ -137,7 +137,8 @@ def calibrate(job: JobReport, base: JobReport | None) -> Calibration | None:
     calls = job.calls.filter(
         pl.col("bytes").is_not_null() & (pl.col("bytes") > 0) & pl.col("step").is_not_null()
     )
-    traffic = _traffic(calls, {f.collective: f for f in job.fits if f.trusted}, dp)
+    alphas = {f.collective: f.alpha_us for f in job.fits if f.trusted}
+    traffic = _traffic(calls, alphas, dp)
     comm = statistics.fmean(b.comm_ns or 0 for b in steps) / 1e9
     if not traffic or comm <= 0:
         return None
@@ -156,10 +157,11 @@ def calibrate(job: JobReport, base: JobReport | None) -> Calibration | None:
     )
 
 
-def _traffic(calls: pl.DataFrame, fits: dict[str, object], dp: int) -> tuple[Traffic, ...]:
+def _traffic(calls: pl.DataFrame, alphas: dict[str, float | None], dp: int) -> tuple[Traffic, ...]:
     """Per collective type, per rank and step: its bytes, its time, its median message; the
     bus bandwidth that, by the model, sends those bytes in that time (so each type's modelled
-    time at the run's values is what it measured)."""
+    time at the run's values is what it measured). `alphas`: the trusted α-β fits' latency per
+    collective type, µs."""
     per_step = calls.group_by("collective", "rank", "step").agg(
         pl.col("bytes").sum(), pl.col("dur_ns").sum()
     )
@@ -174,7 +176,7 @@ def _traffic(calls: pl.DataFrame, fits: dict[str, object], dp: int) -> tuple[Tra
         factor = bus_factor(kind, dp) if kind is not None else None
         if not factor or not seconds or not step_bytes:
             continue
-        alpha = (getattr(fits.get(kind), "alpha_us", None) or 0.0) / 1e6
+        alpha = (alphas.get(kind) or 0.0) / 1e6
         messages = max(1, math.ceil(step_bytes / message))
         sending = seconds - messages * alpha
         if sending <= 0:  # the fitted latency alone exceeds the time measured: no latency kept
