@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from dataclasses import dataclass
 
 import torch
@@ -22,6 +23,7 @@ class DistEnv:
     local_world_size: int
     device: torch.device
     backend: str
+    run_id: str  # the same on every rank of this launch (run_identity)
 
     @property
     def is_cuda(self) -> bool:
@@ -75,7 +77,17 @@ def init_distributed(choice: DeviceChoice) -> DistEnv:
         local_world_size=local_world,
         device=device,
         backend=dist.get_backend(),
+        run_id=run_identity(),
     )
+
+
+def run_identity() -> str:
+    """This launch's identity, the same on every rank: torchrun's rendezvous id (the same on
+    every node of a job, and reused from job to job by many scripts) with a token rank 0 draws
+    and sends to the others, so that two launches never share one."""
+    token = [uuid.uuid4().hex[:12] if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(token, src=0)
+    return f"{os.environ.get('TORCHELASTIC_RUN_ID', 'none')}/{token[0]}"
 
 
 def shutdown() -> None:

@@ -80,6 +80,7 @@ def run_record(
         torch_version=str(torch.__version__),
         nccl_version=nccl_version() if env.is_cuda else None,
         hosts=sorted({r.host for r in ranks if r.host}),
+        run_id=env.run_id,
         global_batch=GlobalBatch(
             micro_batch=cfg.micro_batch,
             dp=env.world_size,

@@ -80,6 +80,7 @@ def _train(cfg: RunConfig, env: DistEnv, folder: Path, status: folders.RankStatu
         strategy=cfg.strategy,
         world_size=env.world_size,
         config=cfg.as_record(),
+        run_id=env.run_id,
     )
     result = run_steps(cfg, env, par, meta, folder, status)
     gather_and_write(cfg, env, par, result, folder)

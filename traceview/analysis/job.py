@@ -44,8 +44,15 @@ class JobReport:
         """The link the job's collectives ran on, and why none where it is not known
         (analysis/links.py)."""
         devices = {d for r in self.ranks for d in r.devices}
-        hosts = {r.host for r in self.ranks}
+        hosts = {self.host_of(r) for r in self.ranks}
         return link_of(devices, hosts, self.link_gbps)
+
+    def host_of(self, report: RankReport) -> str | None:
+        """The host a rank ran on: as its trace says, else as the run record says (where the
+        trace records none)."""
+        if report.host is not None or self.run is None or report.rank is None:
+            return report.host
+        return next((r.host for r in self.run.ranks if r.rank == report.rank), None)
 
     @cached_property
     def _ranked_calls(self) -> pl.DataFrame:
@@ -90,7 +97,7 @@ class JobReport:
     @property
     def shared_clock(self) -> bool:
         """Every ranked trace says it ran on one and the same host: their clocks are one."""
-        hosts = {r.host for r in self.ranks if r.rank is not None}
+        hosts = {self.host_of(r) for r in self.ranks if r.rank is not None}
         return len(hosts) == 1 and None not in hosts
 
     @property

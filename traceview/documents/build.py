@@ -273,9 +273,10 @@ def _float(x: float | None) -> float | None:
 # -- ranks ---------------------------------------------------------------------------------
 
 
-def alignment(a: RankAlignment) -> d.Alignment:
+def alignment(a: RankAlignment, host: str | None) -> d.Alignment:
     return d.Alignment(
         rank=a.rank,
+        host=host,
         clock_offset_us=float(a.offset_ns) / 1000,
         residual_us=float(a.residual_ns) / 1000,
         wait_us=float(a.wait_ns) / 1000,
@@ -290,6 +291,7 @@ def ranks(runs: Runs) -> d.RanksDocument:
 
 def job_ranks(job: Job) -> d.JobRanks:
     cross = job.cross_rank
+    hosts = {r.rank: job.report.host_of(r) for r in job.ranks}
     return d.JobRanks(
         **job_head(job),
         ranks=len(job.ranks),
@@ -302,7 +304,7 @@ def job_ranks(job: Job) -> d.JobRanks:
         rejected_matches=cross.rejected if cross else 0,
         unmatched_calls=cross.unmatched if cross else 0,
         straggler=cross.straggler if cross else None,
-        per_rank=[alignment(a) for a in (cross.ranks if cross else ())],
+        per_rank=[alignment(a, hosts.get(a.rank)) for a in (cross.ranks if cross else ())],
         step_skew=[
             d.StepSkew(
                 step=s.step,

@@ -258,6 +258,7 @@ class CollectivesDocument(Document, kw_only=True):
 
 class Alignment(Struct, kw_only=True):
     rank: int
+    host: str | None = None  # where the rank ran: its trace's host name, else the run record's
     clock_offset_us: Us
     residual_us: Us
     wait_us: Us

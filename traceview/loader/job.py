@@ -36,6 +36,7 @@ from traceview.analysis.strategy_of import StrategyOf
 from traceview.analysis.whatif import Calibration, calibrate
 from traceview.errors import Note, TraceviewError
 from traceview.inputs import ProgressFn, is_stream
+from traceview.loader.gather import gathered, said_missing
 from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many, not_finished
 from traceview.loader.sources import RunSource, check_one_job, find_runs
 from traceview.loader.stored import read_partitions
@@ -362,7 +363,8 @@ def load_runs(
                     options=options,
                 )
             )
-    return Runs(jobs=tuple(loaded), failures=tuple(failures), skipped=tuple(skipped))
+    found = tuple(said_missing(job) for job in gathered(loaded))
+    return Runs(jobs=found, failures=tuple(failures), skipped=tuple(skipped))
 
 
 def load(path: str | Path, **options: object) -> Job:

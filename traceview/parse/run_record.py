@@ -117,6 +117,7 @@ class RunRecord(msgspec.Struct, frozen=True):
     torch_version: str | None = None
     nccl_version: str | None = None
     hosts: list[str] = msgspec.field(default_factory=list)
+    run_id: str | None = None  # the launch, the same on every rank (TraceRun.run_id)
 
 
 # The harness also writes the run's identity into every trace (torch.profiler's
@@ -131,6 +132,9 @@ class TraceRun(msgspec.Struct, frozen=True):
     config: RunFlags = msgspec.field(default_factory=RunFlags)
     # Traces written before the version was carried hold these same fields: version 1.
     record_version: int = 1
+    # The launch every rank of the run shares: the rendezvous id and a token rank 0 drew for
+    # it. Ranks written on different hosts, into each host's folder, are one run by it.
+    run_id: str | None = None
 
 
 def trace_run(value: object) -> tuple[TraceRun | None, str | None]:

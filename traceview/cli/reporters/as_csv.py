@@ -61,6 +61,7 @@ RANK_COLUMNS = {
     "job": pl.String,
     "aligned": pl.Boolean,
     "rank": pl.Int64,
+    "host": pl.String,
     "clock_offset_us": pl.Float64,
     "residual_us": pl.Float64,
     "wait_us": pl.Float64,

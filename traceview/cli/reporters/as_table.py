@@ -236,12 +236,14 @@ def ranks(runs: Runs) -> str:
         if job.reason:
             lines.append(f"  note: {job.reason}")
         rows = [
-            ["rank", "clock offset µs", "residual µs", "wait ms", "transfer ms", "arrived last"]
-        ]
+            ["rank", "host", "clock offset µs", "residual µs", "wait ms", "transfer ms",
+             "arrived last"]
+        ]  # fmt: skip
         for a in job.per_rank:
             rows.append(
                 [
                     str(a.rank),
+                    a.host or "?",
                     f"{a.clock_offset_us:,.1f}",
                     f"{a.residual_us:,.1f}",
                     f"{a.wait_us / 1e3:,.3f}",

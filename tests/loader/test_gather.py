@@ -1,0 +1,51 @@
+"""Ranks of one launch written into several hosts' folders are read as one job when the folders
+are named together (loader/gather.py): hand-built traces, each naming its launch or not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import traceview
+from tests import tracebuild as tb
+
+
+def folder(tmp_path, host: str, rank: int, launch: str | None, record: bool = False):
+    where = tmp_path / host / "job"
+    where.mkdir(parents=True)
+    run = {"strategy": "ddp", "world_size": 2, **({"run_id": launch} if launch else {})}
+    doc = tb.document(tb.gpu_example(group=2), rank=rank, world=2, traceview_run=run)
+    tb.write(where / f"rank{rank}.json", doc)
+    if record:
+        (where / "run.json").write_text("{}")  # where rank 0 wrote the run record (its content
+        # is not read here)
+    return where
+
+
+@pytest.mark.parametrize(
+    ("launches", "ranks", "jobs"),
+    [
+        (("a/1", "a/1"), (0, 1), [[0, 1]]),  # one launch, two hosts: one job
+        (("a/1", "a/2"), (0, 1), [[0], [1]]),  # two launches
+        (("a/1", "a/1"), (0, 0), [[0], [0]]),  # one launch cannot hold rank 0 twice
+        ((None, None), (0, 1), [[0], [1]]),  # traces that name no launch are not guessed at
+    ],
+)
+def test_folders_of_one_launch_are_one_job(tmp_path, launches, ranks, jobs):
+    folders = [folder(tmp_path, f"host{i}", r, launch)
+               for i, (r, launch) in enumerate(zip(ranks, launches, strict=True))]  # fmt: skip
+    runs = traceview.load_runs(folders)
+    assert [[r.rank for r in job.ranks] for job in runs.jobs] == jobs
+
+
+def test_the_gathered_job_lives_where_the_run_record_is(tmp_path):
+    first = folder(tmp_path, "host0", 1, "a/1")
+    second = folder(tmp_path, "host1", 0, "a/1", record=True)
+    record = json.loads((tmp_path / "host1" / "job" / "rank0.json").read_text())
+    assert record["traceview_run"]["run_id"] == "a/1"
+    (job,) = traceview.load_runs([first, second]).jobs
+    assert job.folder == second  # named second, but it holds the run record
+    assert [r.rank for r in job.ranks] == [0, 1]
+    assert [f.parent for f in job.rank_files] == [second, first]  # each rank's own file
+    assert job.intervals["rank"].unique().sort().to_list() == [0, 1]  # read again from there
