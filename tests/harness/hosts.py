@@ -11,11 +11,13 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests import procs
 
 SUBNET = "10.213.7"  # on links of their own: no route of this machine's is touched
 
@@ -99,9 +101,22 @@ def start(host: Host, root: Path, mount_point: Path, command: list[str], log: Pa
     )  # fmt: skip
 
 
-def stop(processes: list[subprocess.Popen[bytes]]) -> None:
-    """Each process's whole group, by its id: what a test started, it ends."""
+def stop(processes: list[subprocess.Popen[bytes]], grace: float = 0) -> list[int]:
+    """Each process's whole group, by its id (after SIGTERM and `grace` seconds, where given:
+    a daemon such as `ray start --block` stops what it started); what a test started, it ends.
+    Returns the processes below them still alive after (none, unless something escaped)."""
+    below = [pid for p in processes for pid in procs.descendants(p.pid)]
+    if grace:
+        for p in processes:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGTERM)
+        for p in processes:
+            with suppress(subprocess.TimeoutExpired):
+                p.wait(timeout=grace)
     for p in processes:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=30)
+    for pid in procs.wait_gone(below, timeout=grace or 5):
+        os.kill(pid, signal.SIGKILL)
+    return procs.wait_gone(below, timeout=5)

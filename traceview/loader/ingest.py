@@ -13,6 +13,7 @@ from pathlib import Path
 from traceview.errors import CannotWrite, TraceviewError
 from traceview.inputs import is_stream
 from traceview.loader.engines import ENGINES, map_on_ray
+from traceview.loader.on_nodes import NodeIngest, ingest_on_nodes
 from traceview.loader.parallel import Failure, crashed, guarded, not_finished
 from traceview.loader.rank import analyze_trace
 from traceview.loader.sources import RunSource, check_one_job, find_runs
@@ -106,6 +107,21 @@ def ingest(
     if engine not in ENGINES:
         raise TraceviewError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
     root = layout.open_store(Path(store), create=True)
+    away = [
+        str(p) for p in paths if engine == "ray" and not is_stream(Path(p)) and not Path(p).exists()
+    ]
+    if away:  # on the cluster's nodes' own disks: ingested where they are
+        options: dict[str, object] = {"job": job, "comm_pattern": comm_pattern,
+                                      "max_event_bytes": max_event_bytes,
+                                      "max_memory_bytes": max_memory_bytes}  # fmt: skip
+        done = ingest_on_nodes(away, root, address, options, on_ready=on_engine)
+        here = [p for p in paths if str(p) not in away]
+        made_here = [
+            ingest(here, root, job=job, engine=engine, address=address, comm_pattern=comm_pattern,
+                   max_event_bytes=max_event_bytes, max_memory_bytes=max_memory_bytes,
+                   on_done=on_done, on_wait=on_wait)
+        ] if here else []  # fmt: skip
+        return _joined(root, made_here, done)
     sources = _sources(paths, root)
     names = [layout.check_job_name(job)] if job is not None else [s.job for s in sources]
     if job is not None and len(sources) > 1:
@@ -153,6 +169,27 @@ def ingest(
         losses=tuple(
             (o.trace, loss) for o in outcomes if isinstance(o, Written) for loss in o.losses
         ),
+    )
+
+
+def _joined(root: Path, found: list[Ingested], nodes: list[NodeIngest]) -> Ingested:
+    """One account of ingests made here and on the cluster's nodes (a node that failed: each
+    of its paths a failure, its input lost)."""
+    parts = found + [n.result for n in nodes if isinstance(n.result, Ingested)]
+    lost = tuple(
+        Failure(Path(path), f"{path}: on node {n.node}: {n.failed}", lost=True)
+        for n in nodes
+        if n.failed is not None
+        for path in n.paths
+    )
+    return Ingested(
+        store=root,
+        jobs=tuple(dict.fromkeys(j for i in parts for j in i.jobs)),
+        written=tuple(w for i in parts for w in i.written),
+        unchanged=tuple(u for i in parts for u in i.unchanged),
+        failures=tuple(f for i in parts for f in i.failures) + lost,
+        skipped=tuple(k for i in parts for k in i.skipped),
+        losses=tuple(loss for i in parts for loss in i.losses),
     )
 
 
