@@ -32,10 +32,13 @@ def test_tracks_and_calls_of_a_hand_made_trace(tmp_path):
     assert call["args"]["exposed_ns"] == 10_000
     assert "label" not in call["args"]  # no bucket layout recorded, no FSDP module: none said
     assert {e["cat"] for e in spans} == {"traceview", "compute", "comm", "memory", "critical path"}
-    # The critical path (one rank: its collective is unmatched): step 1 [50, 140) waits idle
-    # for the all-reduce, launched at 30 but begun at 70, then runs it; step 2 its compute.
-    path = [(e["name"], e["ts"], e["dur"]) for e in spans if e["cat"] == "critical path"]
-    assert path == [("idle", 30.0, 20.0), ("unmatched", 50.0, 70.0), ("compute", 120.0, 30.0)]
+    # The critical path (one rank: its collective is unmatched), a leg a step: step 1 [50, 140)
+    # waits idle for the all-reduce, launched at 30 but begun at 70, then runs it; step 2 its
+    # compute [140, 170).
+    path = [(e["name"], e["ts"], e["dur"], e["args"]["ms_by_category"])
+            for e in spans if e["cat"] == "critical path"]  # fmt: skip
+    assert path == [("path: unmatched", 30.0, 90.0, "unmatched 0.07, idle 0.02"),
+                    ("path: compute", 120.0, 30.0, "compute 0.03")]  # fmt: skip
     lanes = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert {"overlap", "exposed comm"} < lanes
 

@@ -66,7 +66,7 @@ def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
         if on_path is not None and on_path.height:
             # The path is on the aligned clock: from the timeline's start, as every lane is.
             marks = on_path.with_columns(tid=pl.lit(named.index(PATH_TRACK) + 1, pl.Int64))
-            yield from _spans(marks, pid, round(start), args=pl.struct("step", "collective"))
+            yield from _spans(marks, pid, round(start), args=pl.struct("step", "ms_by_category"))
         lane_tid = {lane: tid for tid, lane in enumerate(named, start=1)}
         comm = pl.col("kind") == "comm"
         spans = work.filter(~comm).select(
@@ -122,11 +122,36 @@ def _spans(
 
 
 def _path_spans(job: Job) -> pl.DataFrame:
-    """The critical path's segments (ts_ns, end_ns on the aligned clock, rank, cat, name =
-    its category, step, collective); empty where the job has none."""
-    return job.critical_path().segments.select(
-        "rank", "step", "collective", ts_ns="start_ns", end_ns="end_ns", name="category",
-        cat=pl.lit(PATH_TRACK),
+    """The critical path as its legs: each stretch of a step's path on one rank (ts_ns, end_ns
+    on the aligned clock, rank, cat, name, and in its arguments the step and its time per
+    category); empty where the job has none. A leg, not every piece of work: the lanes below
+    hold the work, and a trace of millions of kernels stays a trace of millions."""
+    segments = job.critical_path().segments
+    if segments.height == 0:
+        return pl.DataFrame(schema={"ts_ns": pl.Int64, "end_ns": pl.Int64, "rank": pl.Int32})
+    new_leg = (pl.col("rank") != pl.col("rank").shift()) | (
+        pl.col("step") != pl.col("step").shift()
+    )
+    legs = segments.with_columns(leg=new_leg.fill_null(True).cum_sum())
+    parts = (
+        legs.group_by("leg", "category")
+        .agg(ms=(pl.col("end_ns") - pl.col("start_ns")).sum() / 1e6)
+        .sort("leg", "ms", descending=[False, True])
+        .group_by("leg", maintain_order=True)
+        .agg(
+            top=pl.col("category").first(),
+            ms=pl.concat_str(pl.col("category"), pl.col("ms").round(3), separator=" ").str.join(
+                ", "
+            ),
+        )
+    )
+    return (
+        legs.group_by("leg", maintain_order=True)
+        .agg(pl.col("rank", "step").first(), ts_ns=pl.col("start_ns").min(),
+             end_ns=pl.col("end_ns").max())
+        .join(parts, on="leg")
+        .select("ts_ns", "end_ns", "rank", "step", ms_by_category="ms",
+                name=pl.format("path: {}", "top"), cat=pl.lit(PATH_TRACK))
     )  # fmt: skip
 
 

@@ -209,12 +209,13 @@ def test_export_marks_the_path_on_each_rank(tmp_path):
         if e["ph"] == "M" and e["name"] == "thread_name" and e["args"]["name"] == "critical path"
     }  # fmt: skip
     marks = sorted(
-        (e["pid"], e["name"], e["ts"], e["dur"]) for e in events
+        (e["pid"], e["name"], e["ts"], e["dur"], e["args"]["ms_by_category"]) for e in events
         if e["ph"] == "X" and (e["pid"], e["tid"]) in track
     )  # fmt: skip
-    # The timeline starts at the first kernel (100 µs): the path's segments from there.
-    assert marks == [(0, "compute", 550.0, 50.0), (0, "transfer", 450.0, 100.0),
-                     (1, "compute", 0.0, 450.0)]  # fmt: skip
+    # The timeline starts at the first kernel (100 µs): a leg of the path per rank, named by
+    # its largest part, its time per category in its arguments.
+    assert marks == [(0, "path: transfer", 450.0, 150.0, "transfer 0.1, compute 0.05"),
+                     (1, "path: compute", 0.0, 450.0, "compute 0.45")]  # fmt: skip
 
 
 def test_the_real_sampled_job_s_path_tiles_every_step():
@@ -230,3 +231,21 @@ def test_the_real_sampled_job_s_path_tiles_every_step():
         assert mine["start_ns"][0] == start and mine["end_ns"][-1] == end
         assert (mine["start_ns"][1:] == mine["end_ns"][:-1]).all()
         assert sum(found.attribution(step).values()) == end - start
+
+
+def test_keys_too_large_for_one_search_are_searched_a_few_groups_at_a_time(monkeypatch):
+    # A trace of many long steps makes (group, lane, time) keys too large for one int64 search;
+    # the walk then searches a few groups at a time. Forced here on a real job, the path is the
+    # same to the nanosecond.
+    from traceview.analysis import path_walk
+
+    folder = Path(__file__).parents[2] / "sample_traces" / "cpu_sweep" / "ddp-dp4"
+    whole = traceview.load(folder).critical_path()
+    # A step's span × the lanes: about 2**31.5 ns here, so 2 of the 8 (rank, step) groups at a time.
+    monkeypatch.setattr(path_walk, "KEY_LIMIT", 2**33)
+    searched = []
+    search = path_walk._search
+    monkeypatch.setattr(path_walk, "_search", lambda *a: searched.append(1) or search(*a))
+    chunked = traceview.load(folder).critical_path()
+    assert len(searched) >= 4  # the work's queries alone span 4 chunks of 2 groups
+    assert chunked.segments.equals(whole.segments) and chunked.steps.equals(whole.steps)

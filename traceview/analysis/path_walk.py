@@ -12,6 +12,8 @@ import polars as pl
 # work is taken as the cause unless another lane's ended more than this much later.
 SAME_LANE_SLACK_NS = 1_000
 NO_LAUNCH = np.iinfo(np.int64).min
+# The sort keys (group, lane, time since the group's start) stay below this: int64 with room.
+KEY_LIMIT = 2**60
 KINDS = ("compute", "comm", "memory")
 _COMPUTE, _COMM, _MEMORY = range(3)
 
@@ -102,63 +104,52 @@ def _predecessors(
     """Per query (group, lane, time): the work of the group that ended last at or before the
     time; the lane's own where it ended within SAME_LANE_SLACK_NS of that; -1 where none. The
     rows are sorted by group, then end: one key, gid × span + (end − the group's first start),
-    orders them all, so every query is one binary search."""
-    n = gid.size
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
+    orders them all, so every query is one binary search — over as many groups at a time as
+    such keys fit in 60 bits."""
+    out = np.full(q_gid.size, -1, dtype=np.int64)
+    if gid.size == 0:
+        return out
     groups = int(gid[-1]) + 1
+    lanes = int(lane.max()) + 1  # lane codes: 0, 1, ...
     base = np.full(groups, np.iinfo(np.int64).max)
     np.minimum.at(base, gid, start)
     span = int((end - base[gid]).max()) + 2
-    if groups * span >= 2**62 // 4:  # keys would overflow: a search per group instead
-        return _predecessors_per_group(q_gid, q_lane, q_time, gid, lane, start, end)
-    key = gid * span + (end - base[gid])
-    q_key = q_gid * span + np.clip(q_time - base[q_gid], -1, span - 1)
-    k = np.searchsorted(key, q_key, side="right") - 1
-    ok = (k >= 0) & (gid[np.maximum(k, 0)] == q_gid) & (end[np.maximum(k, 0)] <= q_time)
-    best = np.where(ok, k, -1)
-    # The same within (group, lane): rows ordered by group, lane, end.
-    order = np.lexsort((end, lane, gid))
-    lanes_of = np.unique(np.stack([gid[order], lane[order]]), axis=1, return_inverse=True)[1]
-    lane_id = np.empty(n, dtype=np.int64)
-    lane_id[order] = lanes_of.ravel()
-    lane_key = lane_id[order] * span + (end[order] - base[gid[order]])
-    q_lane_id = _lane_ids(q_gid, q_lane, gid, lane, lane_id)
-    j = np.searchsorted(lane_key, q_lane_id * span + np.clip(q_time - base[q_gid], -1, span - 1),
-                        side="right") - 1  # fmt: skip
-    jj = order[np.maximum(j, 0)]
-    own = (j >= 0) & (lane_id[jj] == q_lane_id) & (end[jj] <= q_time) & (q_lane_id >= 0)
-    prefer = own & (best >= 0) & (end[jj] >= end[np.maximum(best, 0)] - SAME_LANE_SLACK_NS)
-    return np.where(prefer, jj, best)
-
-
-def _lane_ids(
-    q_gid: np.ndarray, q_lane: np.ndarray, gid: np.ndarray, lane: np.ndarray, lane_id: np.ndarray
-) -> np.ndarray:
-    """The (group, lane) id of each query; -1 where the group has no work on that lane."""
-    known = pl.DataFrame({"g": gid, "l": lane, "id": lane_id}).unique(["g", "l"])
-    asked = pl.DataFrame({"g": q_gid, "l": q_lane}).join(
-        known, on=["g", "l"], how="left", maintain_order="left"
-    )
-    return asked["id"].fill_null(-1).to_numpy()
-
-
-def _predecessors_per_group(
-    q_gid: np.ndarray, q_lane: np.ndarray, q_time: np.ndarray,
-    gid: np.ndarray, lane: np.ndarray, start: np.ndarray, end: np.ndarray,
-) -> np.ndarray:  # fmt: skip
-    out = np.full(q_gid.size, -1, dtype=np.int64)
-    bounds = np.searchsorted(gid, np.arange(int(gid[-1]) + 2))
-    for q in range(q_gid.size):
-        lo, hi = bounds[q_gid[q]], bounds[q_gid[q] + 1]
-        k = lo + int(np.searchsorted(end[lo:hi], q_time[q], side="right")) - 1
-        if k < lo:
+    at_once = max(1, KEY_LIMIT // (lanes * span))
+    bounds = np.searchsorted(gid, np.arange(0, groups + at_once, at_once))
+    for first, (lo, hi) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)):
+        g0 = first * at_once
+        asked = np.flatnonzero((q_gid >= g0) & (q_gid < g0 + at_once))
+        if asked.size == 0 or lo == hi:
             continue
-        mine = np.flatnonzero((lane[lo:hi] == q_lane[q]) & (end[lo:hi] <= q_time[q]))
-        if mine.size and end[lo + mine[-1]] >= end[k] - SAME_LANE_SLACK_NS:
-            k = lo + int(mine[-1])
-        out[q] = k
+        found = _search(
+            q_gid[asked] - g0, q_lane[asked], q_time[asked] - base[q_gid[asked]],
+            gid[lo:hi] - g0, lane[lo:hi], end[lo:hi] - base[gid[lo:hi]], lanes, span,
+        )  # fmt: skip
+        out[asked] = np.where(found >= 0, found + lo, -1)
     return out
+
+
+def _search(
+    q_gid: np.ndarray, q_lane: np.ndarray, q_since: np.ndarray,
+    gid: np.ndarray, lane: np.ndarray, since: np.ndarray, lanes: int, span: int,
+) -> np.ndarray:  # fmt: skip
+    """`_predecessors` for groups whose keys fit: times as offsets from each group's start."""
+    q_since = np.clip(q_since, -1, span - 1)
+    key = gid * span + since
+    k = np.searchsorted(key, q_gid * span + q_since, side="right") - 1
+    kk = np.maximum(k, 0)
+    best = np.where((k >= 0) & (gid[kk] == q_gid) & (since[kk] <= q_since), k, -1)
+    # The same within (group, lane): one int per pair; a stable sort by it keeps each pair's
+    # rows in end order.
+    pair = gid * lanes + lane
+    order = np.argsort(pair, kind="stable")
+    q_pair = q_gid * lanes + q_lane
+    j = np.searchsorted(pair[order] * span + since[order], q_pair * span + q_since, "right") - 1
+    jj = order[np.maximum(j, 0)]
+    own = (q_lane >= 0) & (j >= 0) & (pair[jj] == q_pair) & (since[jj] <= q_since)
+    bb = np.maximum(best, 0)
+    prefer = own & (best >= 0) & (since[jj] >= since[bb] - SAME_LANE_SLACK_NS)
+    return np.where(prefer, jj, best)
 
 
 def _last_work_before(

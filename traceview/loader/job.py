@@ -131,8 +131,15 @@ class Job:
     def critical_path(self, steps: Container[int] | None = None) -> CriticalPath:
         """Per step (of `steps`, where given), the chain of work across ranks that set the
         step's end, and the step's time by rank and category (docs/metrics.md "Critical
-        path"). Reads the ranks' intervals where they were not kept, a few ranks at a time."""
+        path"). Reads the ranks' intervals where they were not kept, a few ranks at a time;
+        every step's path is walked once."""
+        if steps is None:
+            return self._whole_critical_path
         return job_critical_path(self.report, self.intervals_of, steps)
+
+    @cached_property
+    def _whole_critical_path(self) -> CriticalPath:
+        return job_critical_path(self.report, self.intervals_of)
 
     @property
     def fits(self) -> tuple[AlphaBetaFit, ...]:
