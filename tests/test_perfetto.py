@@ -30,7 +30,8 @@ def test_tracks_and_calls_of_a_hand_made_trace(tmp_path):
     assert (call["ts"], call["dur"]) == (50.0, 70.0)
     assert call["args"]["collective"] == "all_reduce" and call["args"]["bytes"] == 4000
     assert call["args"]["exposed_ns"] == 10_000
-    assert "label" not in call["args"]  # no bucket layout recorded, no FSDP module: none said
+    # No bucket layout recorded, no FSDP module: no label said.
+    assert call["args"]["label"] is None and call["args"]["bucket"] is None
     assert {e["cat"] for e in spans} == {"traceview", "compute", "comm", "memory", "critical path"}
     # The critical path (one rank: its collective is unmatched), a leg a step: step 1 [50, 140)
     # waits idle for the all-reduce, launched at 30 but begun at 70, then runs it; step 2 its

@@ -18,16 +18,16 @@ from traceview.loader import Job
 
 ANNOTATION_TRACKS = ("overlap", "exposed comm")
 PATH_TRACK = "critical path"
-
-
-def _us(ns: int) -> float:
-    return round(ns / 1000, 3)
+# Each collective call's arguments on the timeline (null where not known): its own, then what
+# `traceview collectives` says of it ("duration": its busbw is a lower bound).
+CALL_ARGS = ("step", "collective", "bytes", "module", "bucket", "label", "wait_ns", "transfer_ns",
+             "exposed_ns", "busbw_gbps", "bandwidth_on")  # fmt: skip
 
 
 def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
     """The timeline's events as JSON, a rank's kind of event at a time: (how many, the events
-    joined by ",\n"). The many (every interval, every overlap span) are written by polars from
-    their columns; only the few (lane names, collective calls) one by one."""
+    joined by ",\n"). Every interval, overlap span and collective call is written by polars from
+    its columns; only the lane names one by one."""
     offsets: dict[int | None, float] = (
         {a.rank: a.offset_ns for a in job.cross_rank.ranks} if job.cross_rank else {}
     )
@@ -78,20 +78,18 @@ def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
             step="step",
         )
         yield from _spans(spans, pid, shift, args=pl.struct("step"))
-        calls = []
-        for row in work.filter(comm).iter_rows(named=True):
-            args: dict[str, Any] = {"step": row["step"]}
-            args.update(
-                {k: row[k] for k in ("collective", "bytes", "module") if row[k] is not None}
-            )
-            args.update(labels.get((report.rank, row["ts_ns"]), {}))
-            calls.append(
-                {"ph": "X", "cat": "comm", "name": str(row["name"]), "pid": pid,
-                 "tid": lane_tid[row["lane"]], "ts": _us(row["ts_ns"] - shift),
-                 "dur": _us(row["end_ns"] - row["ts_ns"]), "args": args}
-            )  # fmt: skip
-        if calls:
-            yield len(calls), b",\n".join(map(encode, calls))
+        calls = work.filter(comm).select(
+            "ts_ns", "end_ns", "lane", "step", "collective", "bytes", "module",
+            cat=pl.lit("comm"),
+            name=pl.col("name").cast(pl.String).fill_null("None"),
+            tid=pl.col("lane").replace_strict(lane_tid, return_dtype=pl.Int64),
+            rank=pl.lit(report.rank, pl.Int32),
+        )  # fmt: skip
+        if calls.height and labels.height:
+            calls = calls.join(labels, on=["rank", "lane", "ts_ns"], how="left")
+        missing = [c for c in CALL_ARGS if c not in calls.columns]
+        calls = calls.with_columns(pl.lit(None).alias(c) for c in missing)
+        yield from _spans(calls, pid, shift, args=pl.struct(*CALL_ARGS))
 
 
 def _meta(pid: int, tid: int, name: str, key: str, value: object) -> dict[str, Any]:
@@ -111,8 +109,9 @@ def _spans(
         name="name",
         pid=pl.lit(pid, pl.Int64),
         tid="tid",
-        ts=(pl.col("ts_ns") - shift) / 1000,
-        dur=(pl.col("end_ns") - pl.col("ts_ns")) / 1000,
+        # µs to the ns: no binary noise such as 1522.8890000000001 in the file
+        ts=((pl.col("ts_ns") - shift) / 1000).round(3),
+        dur=((pl.col("end_ns") - pl.col("ts_ns")) / 1000).round(3),
         **({} if args is None else {"args": args}),
     )
     # One event a line; no string holds a raw newline (JSON escapes it), so the lines' ends are
@@ -155,17 +154,14 @@ def _path_spans(job: Job) -> pl.DataFrame:
     )  # fmt: skip
 
 
-def _call_labels(job: Job) -> dict[tuple[int | None, int], dict[str, Any]]:
-    """(rank, start) -> what `traceview collectives` says of that call."""
+def _call_labels(job: Job) -> pl.DataFrame:
+    """Per call (rank, lane, ts_ns: where it began): what `traceview collectives` says of it
+    that the timeline does not already hold."""
     calls = job.calls
-    if calls.height == 0:
-        return {}
-    wanted = ["bucket", "label", "wait_ns", "transfer_ns", "exposed_ns", "busbw_gbps"]
-    wanted.append("bandwidth_on")  # "duration": busbw is a lower bound
-    return {
-        (row["rank"], row["start_ns"]): {k: row[k] for k in wanted if row[k] is not None}
-        for row in calls.select("rank", "start_ns", *wanted).iter_rows(named=True)
-    }
+    wanted = [c for c in CALL_ARGS if c not in ("step", "collective", "bytes", "module")]
+    return calls.select("rank", "lane", *wanted, ts_ns="start_ns").unique(
+        ["rank", "lane", "ts_ns"], keep="first", maintain_order=True
+    )
 
 
 def write_annotated(job: Job, sink: BinaryIO, compress: bool) -> int:
