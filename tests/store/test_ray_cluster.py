@@ -121,3 +121,16 @@ def test_a_worker_killed_mid_ingest_leaves_the_store_whole_and_a_rerun_completes
     here = root / "here-again"
     assert traceview("ingest", hosts[1].disk / "job", "--store", here).code == 0
     assert _analyzed(store) == _analyzed(here)
+
+
+def test_what_a_node_refuses_is_bad_input_not_lost_input(cluster):
+    hosts, root, local, head_at = cluster
+    (hosts[1].disk / "empty").mkdir()  # on host1's disk: a folder without traces
+    log = root / "refused.log"
+    command = [sys.executable, "-m", "traceview", "ingest", str(local / "empty"), "--store",
+               str(root / "refused"), "--engine", "ray", "--ray-address", head_at]  # fmt: skip
+    proc = start(hosts[0], root, local, command, log, ENV)
+    assert proc.wait(timeout=300) == 2, log.read_text()
+    said = log.read_text()
+    assert f"on node {hosts[1].address}: " in said and "no trace files" in said
+    assert "Traceback" not in said

@@ -25,14 +25,13 @@ def launch_of(job: Job) -> str | None:
 
 def gathered(jobs: list[Job]) -> list[Job]:
     """The jobs, those of one launch in several folders made one (in the first one's place)."""
+    launches = [launch_of(j) if j.folder is not None and not j.stored else None for j in jobs]
     groups: dict[str, list[Job]] = defaultdict(list)
-    for job in jobs:
-        launch = launch_of(job) if job.folder is not None and not job.stored else None
+    for job, launch in zip(jobs, launches, strict=True):
         if launch is not None:
             groups[launch].append(job)
     out, done = [], set()
-    for job in jobs:
-        launch = launch_of(job) if job.folder is not None and not job.stored else None
+    for job, launch in zip(jobs, launches, strict=True):
         parts = groups.get(launch, []) if launch is not None else []
         if len(parts) < 2 or not _disjoint(parts):
             out.append(job)

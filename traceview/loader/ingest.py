@@ -174,10 +174,10 @@ def ingest(
 
 def _joined(root: Path, found: list[Ingested], nodes: list[NodeIngest]) -> Ingested:
     """One account of ingests made here and on the cluster's nodes (a node that failed: each
-    of its paths a failure, its input lost)."""
-    parts = found + [n.result for n in nodes if isinstance(n.result, Ingested)]
+    of its paths a failure; its input lost where the node's task died)."""
+    parts = found + [n.result for n in nodes if n.result is not None]
     lost = tuple(
-        Failure(Path(path), f"{path}: on node {n.node}: {n.failed}", lost=True)
+        Failure(Path(path), f"{path}: on node {n.node}: {n.failed}", lost=n.crashed)
         for n in nodes
         if n.failed is not None
         for path in n.paths

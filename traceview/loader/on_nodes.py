@@ -9,19 +9,25 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from traceview.errors import TraceviewError
 from traceview.loader.engines import ray_session, why_failed
 
+if TYPE_CHECKING:
+    from traceview.loader.ingest import Ingested
+
 
 @dataclass(frozen=True)
 class NodeIngest:
-    """What one node did: its ingest's result, or why it failed (said per node)."""
+    """What one node did: its ingest's result, or why it failed (said per node): its ingest
+    refused the paths (bad input), or its task died (`crashed`: input lost)."""
 
     node: str  # its address
     paths: tuple[str, ...]
-    result: object | None  # loader.ingest.Ingested
+    result: Ingested | None
     failed: str | None
+    crashed: bool = False
 
 
 def _held(paths: Sequence[str]) -> list[str]:
@@ -29,7 +35,7 @@ def _held(paths: Sequence[str]) -> list[str]:
     return [p for p in paths if os.path.exists(p)]
 
 
-def _ingest_here(paths: Sequence[str], store: str, options: dict[str, object]) -> object:
+def _ingest_here(paths: Sequence[str], store: str, options: dict[str, object]) -> Ingested | str:
     """(On a node.) The local engine's ingest of the paths it holds; a refusal as its words."""
     from traceview.loader.ingest import ingest
 
@@ -78,9 +84,11 @@ def ingest_on_nodes(
         for node_address, mine, task in runs:
             try:
                 done = ray.get(task)
-            except ray.exceptions.RayError as e:
-                out.append(NodeIngest(node_address, mine, None, why_failed(e)))
+            except ray.exceptions.RayError as e:  # its worker or node died
+                out.append(NodeIngest(node_address, mine, None, why_failed(e), crashed=True))
                 continue
-            failed = done if isinstance(done, str) else None
-            out.append(NodeIngest(node_address, mine, None if failed else done, failed))
+            if isinstance(done, str):  # the node's ingest refused its paths
+                out.append(NodeIngest(node_address, mine, None, done))
+            else:
+                out.append(NodeIngest(node_address, mine, done, None))
         return out
