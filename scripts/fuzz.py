@@ -30,6 +30,7 @@ COMMANDS = (
     ["analyze", "{path}", "--format", "json"],
     ["collectives", "{path}"],
     ["ranks", "{path}"],
+    ["critical-path", "{path}", "--format", "json"],
     ["export", "{path}", "-o", "{out}"],
 )
 
