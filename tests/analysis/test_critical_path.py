@@ -166,6 +166,8 @@ def test_ranks_not_aligned_get_no_path_and_the_reason(tmp_path):
     assert found.reason is not None and found.reason.startswith("the ranks are not aligned")
     result = cli("critical-path", tmp_path)
     assert result.code == 0 and "none: the ranks are not aligned" in result.out
+    (row,) = csv.DictReader(io.StringIO(cli("critical-path", tmp_path, "--format", "csv").out))
+    assert row["step"] == "" and row["caveats"].startswith("the ranks are not aligned")
 
 
 def test_a_step_missing_on_a_rank_is_left_out_and_said(tmp_path):

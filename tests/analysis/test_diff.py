@@ -127,3 +127,17 @@ def test_two_step_ranges_of_one_run(tmp_path):
     )
     alone = cli("diff", job, "--steps-a", "1-2")
     assert alone.code == 2 and "one run with both step ranges" in alone.err
+
+
+def test_a_run_without_measured_steps_says_so_in_every_format(tmp_path):
+    a = run(tmp_path, "a", 200)
+    b = tmp_path / "b"
+    b.mkdir()
+    events = [tb.launch(1, 1), tb.kernel("volta_sgemm_128x64_nn", 10, 600, corr=1)]  # no steps
+    tb.write(b / "rank0.json", tb.document(events, rank=0, world=2))
+    said = "has no profiler steps with their communication measured: its figures are 0"
+    assert said in cli("diff", a, b).out
+    doc = json.loads(cli("diff", a, b, "--format", "json").out)
+    assert any(said in c for c in doc["caveats"])
+    rows = list(csv.DictReader(io.StringIO(cli("diff", a, b, "--format", "csv").out)))
+    assert rows and all(said in r["caveats"] for r in rows)

@@ -155,20 +155,23 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
 DIFF_COLUMNS = {
     "section": pl.String, "name": pl.String, "figure": pl.String, "before": pl.Float64,
     "after": pl.Float64, "change": pl.Float64, "change_pct": pl.Float64, "noise": pl.Float64,
-    "within_noise": pl.Boolean,
+    "within_noise": pl.Boolean, "caveats": pl.String,
 }  # fmt: skip
 
 
 def diff(runs: Runs, a: StepSelection | None, b: StepSelection | None) -> str:
     """One row per figure: the step and its parts, each collective's and bucket's calls, MB,
-    ms and exposed ms per rank and step, and the kernels that changed most."""
+    ms and exposed ms per rank and step, and the kernels that changed most; each with the
+    comparison's caveats."""
     doc = diff_document(runs, a, b)
     rows: list[dict[str, Any]] = []
+    said = "; ".join(doc.caveats) or None
 
     def add(section: str, name: str, c: d.Change) -> None:
         rows.append({"section": section, "name": name, "figure": c.what, "before": c.before,
                      "after": c.after, "change": c.change, "change_pct": c.change_pct,
-                     "noise": c.noise, "within_noise": c.within_noise})  # fmt: skip
+                     "noise": c.noise, "within_noise": c.within_noise,
+                     "caveats": said})  # fmt: skip
 
     add("step", "step", doc.step_ms)
     for p in doc.parts:
@@ -185,17 +188,24 @@ def diff(runs: Runs, a: StepSelection | None, b: StepSelection | None) -> str:
 PATH_COLUMNS = {
     "job": pl.String, "step": pl.Int64, "step_us": pl.Float64, "crossings": pl.Int64,
     "rank": pl.Int64, "category": pl.String, "us": pl.Float64, "share": pl.Float64,
+    "caveats": pl.String,
 }  # fmt: skip
 
 
 def critical_path(runs: Runs, steps: StepSelection | None) -> str:
     """One row per job, step, rank and category of the critical path: the step's time on it
-    (the rows of a step sum to its step_us); a job without a path has none."""
-    rows = [
-        {"job": job.job, "step": s.step, "step_us": s.step_us, "crossings": s.crossings,
-         "rank": p.rank, "category": p.category, "us": p.us, "share": p.share}
-        for job in path_document(runs, steps).jobs
-        for s in job.steps
-        for p in s.parts
-    ]  # fmt: skip
+    (the rows of a step sum to its step_us), with the job's caveats; a job without a path, one
+    row saying why."""
+    rows: list[dict[str, Any]] = []
+    for job in path_document(runs, steps).jobs:
+        said = "; ".join([*([job.reason] if job.reason else []), *job.caveats])
+        if not job.found:
+            rows.append({"job": job.job, "caveats": said})
+        rows += [
+            {"job": job.job, "step": s.step, "step_us": s.step_us, "crossings": s.crossings,
+             "rank": p.rank, "category": p.category, "us": p.us, "share": p.share,
+             "caveats": said}
+            for s in job.steps
+            for p in s.parts
+        ]  # fmt: skip
     return _write(pl.DataFrame(rows, schema=PATH_COLUMNS))
