@@ -1,6 +1,10 @@
 """Build large realistic traces by tiling a real one: the events' own text is repeated with
 timestamps shifted past the previous copy, and ids (correlation, External id, flow id,
-ProfilerStep#N) offset so every link stays unique. The profiler's formatting is kept as is."""
+ProfilerStep#N) offset so every link stays unique. The profiler's formatting is kept as is.
+
+A tiling that would span more than MAX_SPAN_US (a source of long steps and few bytes, tiled to
+a GB) has its source's times and durations divided first, as if run on a faster machine: a
+profile spans minutes to hours, and traceview skips events a day from the others as corrupt."""
 
 from __future__ import annotations
 
@@ -27,6 +31,22 @@ def _split(text: bytes) -> tuple[bytes, bytes, bytes]:
 def _span_us(events: bytes) -> int:
     ts = [int(m[1]) for m in _TS.finditer(events)]
     return max(ts) - min(ts) + 1000
+
+
+MAX_SPAN_US = 20 * 3600 * 10**6
+_TIME = re.compile(rb'"(ts|dur)": (\d+)(?:\.(\d+))?')
+
+
+def _time_scaled(events: bytes, factor: int) -> bytes:
+    """Every ts (from the first) and dur divided by `factor`, to the nanosecond."""
+    first = min(int(m[1]) for m in _TS.finditer(events)) * 1000
+
+    def scaled(m: re.Match[bytes]) -> bytes:
+        ns = int(m[2]) * 1000 + int((m[3] or b"0")[:3].ljust(3, b"0"))
+        ns = (first + (ns - first) // factor) if m[1] == b"ts" else ns // factor
+        return b'"%s": %d.%03d' % (m[1], ns // 1000, ns % 1000)
+
+    return _TIME.sub(scaled, events)
 
 
 def _shifted(events: bytes, ts_us: int, ids: int, steps: int) -> bytes:
@@ -73,6 +93,10 @@ def tile(source: Path, target: Path, size_bytes: int, rank: int | None = None) -
     repeated = b",\n  ".join(e for e in _top_level(events) if not _once_per_trace(e))
     if rank is not None:
         head = _RANK.sub(lambda m: m[1] + str(rank).encode(), head, count=1)
+    span = _span_us(events) * (size_bytes // len(repeated) + 1)
+    if span > MAX_SPAN_US:
+        factor = -(-span // MAX_SPAN_US)
+        events, repeated = _time_scaled(events, factor), _time_scaled(repeated, factor)
     shift = _span_us(events)
     id_offset = max(int(m[2]) for m in _IDS.finditer(events)) + 1
     steps = [int(m[1]) for m in _STEP.finditer(events)]

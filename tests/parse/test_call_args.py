@@ -6,7 +6,8 @@ import pytest
 
 from traceview.analysis.calls import _BUS_FACTOR, bus_factor, bus_factors
 from traceview.parse.args import COMM_ARGS_SCHEMA, NO_RAW
-from traceview.parse.columns import comm_frame, raw_text, raw_texts
+from traceview.parse.columns import comm_frame
+from traceview.parse.readers import raw_text, raw_texts
 
 
 def test_raw_args_read_together_are_read_alone():

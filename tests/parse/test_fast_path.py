@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from traceview.errors import TraceviewError
 from traceview.parse import fast, read_trace
 from traceview.parse import source as source_module
+from traceview.parse.args import COLLECTIVE_ARGS, COMM_ARGS_SCHEMA
 from traceview.parse.source import ByteSource
 from traceview.parse.stream import EventStream
 
@@ -40,6 +42,7 @@ def assert_same(a, b) -> None:
         return
     assert a.events.schema == b.events.schema
     assert a.events.equals(b.events)
+    assert a.comm_args.schema == b.comm_args.schema
     assert a.comm_args.equals(b.comm_args)
     assert (a.thread_names, a.notes, a.meta, a.size_bytes, a.truncated) == (
         b.thread_names,
@@ -98,6 +101,14 @@ VARIANTS = [
     _event(
         cat="kernel", args={"correlation": 18446744073709551615, "stream": "0x7", "device": "1"}
     ),
+    _event(
+        name="gloo:all_reduce", args={"Input Dims": [[7]], "Input type": ["float"], "Ev Idx": 3}
+    ),
+    # A call's args written with a key twice (the last counts), spaced, and with values the
+    # decoder reads its own way (an integer beyond int64, null, a list written as a string).
+    '{"ph": "X", "cat": "cpu_op", "name": "c10d::broadcast_", "ts": 1, "dur": 1, "args": '
+    '{"Group size": 2, "Input Dims" :  [ [1, 2] ] , "Group size": 4, "Seq": 123456789012345678901234567890,'
+    ' "dtype": null, "Process Group Ranks": "[0, 1, 2]", "In msg nelems": -0}}',
     _event(pid="stream 7", tid=" 25738 "),
     _event(pid=7.0),
     _event(ts="12.5"),
@@ -187,3 +198,23 @@ def test_a_trace_rewritten_with_four_decimals_stays_on_the_compiled_path(parser_
     if parser_path == "compiled":
         assert stream.odd_batches == 0 and kinds[:-1] == ["ScannedBatch"] * (len(kinds) - 1)
     assert_same(*both_ways(path))
+
+
+def test_call_arg_values_are_decoded_once_each_and_a_refused_one_leaves_its_batch_to_python():
+    kept = fast.KeptValues()
+    columns = [a.column for a in COLLECTIVE_ARGS]
+    seq, dims = columns.index("seq"), columns.index("input_dims")
+    learnt = [[] for _ in columns]
+    learnt[seq], learnt[dims] = ["5", '"0x10"', "[1]"], ["[[2, 3]]"]
+    kept.learn(tuple(learnt))
+    rows = np.array([0, 2, 3])  # the batch's calls; row 1 is some other event
+    triples = [[0, seq, 0], [0, dims, 0], [2, seq, 1], [1, seq, 2]]  # (row, slot, value id)
+    positions = kept.positions(rows, np.array(triples, dtype=np.int64).tobytes())
+    assert positions is not None
+    frame = kept.frame(rows + 100, positions)
+    assert frame.schema == COMM_ARGS_SCHEMA
+    assert frame["row"].to_list() == [100, 102, 103]
+    assert frame["seq"].to_list() == [5, 16, None]
+    assert frame["input_dims"].to_list() == ["[[2, 3]]", None, None]
+    refused = [*triples, [3, seq, 2]]  # a call holding the value the decoder refused
+    assert kept.positions(rows, np.array(refused, dtype=np.int64).tobytes()) is None

@@ -5,6 +5,8 @@
  * distinct strings, and the ids the model reads (pid, tid, and args' correlation, device, stream);
  * for metadata ("M") events and for each complete event's `args` it records where their bytes
  * lie, so the Python side decodes those few with the same msgspec structs as the pure-Python path.
+ * The args a collective's events carry (sizes, groups, shapes) are kept as ids into a table of
+ * distinct value texts per arg: the Python side decodes each distinct text once, not each call.
  *
  * It handles the plain case only. Anything the pure-Python path reads in a way of its own - a
  * field of an unexpected type, a number it would round, bytes that are not UTF-8, JSON that does
@@ -201,14 +203,23 @@ static PyObject *intern_new(Intern *t) {
 
 #define MAX_ARG_KEYS 32  /* a bit each in keys_of_length */
 #define KEY_LENGTHS 64   /* keys this long or longer share the last slot */
+#define MAX_KEPT 16      /* args whose values are kept (a bit each in Event.kept_mask) */
 typedef struct {
     PyObject_HEAD
     Intern names, cats;
+    Intern kept_values[MAX_KEPT]; /* each kept arg's distinct value texts */
+    int n_kept;
+    /* By name id: its events' kept args are recorded (1) or not (0); names beyond the flags
+     * the caller has given (first seen since) are recorded, and sorted out by the caller. */
+    unsigned char *name_keeps;
+    Py_ssize_t n_name_keeps;
+    Vec kept; /* row, kept slot, value id */
     unsigned char known_phase[256];
     int n_arg_keys;
     char *arg_key[MAX_ARG_KEYS];
     size_t arg_key_len[MAX_ARG_KEYS];
     int arg_kind[MAX_ARG_KEYS];
+    int arg_slot[MAX_ARG_KEYS]; /* its kept slot, or -1: the value is only checked */
     /* Bit k set where arg_key[k] has this length: most keys of an event's args are not
      * declared, and their length alone rules out every declared key, or all but one. */
     uint32_t keys_of_length[KEY_LENGTHS];
@@ -600,6 +611,8 @@ typedef struct {
     int64_t ids[5]; /* pid, tid, correlation, device, stream */
     const unsigned char *id_at[5], *id_end[5]; /* a value left to Python */
     const unsigned char *args_at, *args_end; /* NULL when absent or null */
+    uint32_t kept_mask; /* the kept slots this event's args hold */
+    const unsigned char *kept_at[MAX_KEPT], *kept_end[MAX_KEPT]; /* each one's value text */
 } Event;
 
 static const int ID_COLUMN[5] = {C_PID, C_TID, C_CORR, C_DEVICE, C_STREAM};
@@ -708,6 +721,7 @@ static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char 
         return skip_value(pp, end, 1);
     }
     const unsigned char *start = p;
+    ev->kept_mask = 0; /* a second "args" replaces the first, as in the decoder */
     p = skip_ws(p + 1, end);
     if (p >= end) return END_OF_BUFFER;
     if (*p == '}') {
@@ -716,16 +730,18 @@ static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char 
         for (;;) {
             Str key;
             if ((r = read_key(&p, end, &key)) != OK) return r;
-            int kind = -1;
+            int kind = -1, slot = -1;
             if (key.escaped) ev->odd_for_complete = 1; /* a key spelt with escapes */
             uint32_t candidates = key.escaped ? 0 : sc->keys_of_length[length_slot(key.len)];
             for (; candidates; candidates &= candidates - 1) {
                 int k = __builtin_ctz(candidates);
                 if (key_is(&key, sc->arg_key[k], sc->arg_key_len[k])) {
                     kind = sc->arg_kind[k];
+                    slot = sc->arg_slot[k];
                     break;
                 }
             }
+            const unsigned char *value = p;
             switch (kind) {
                 case K_CORR:
                 case K_DEVICE:
@@ -746,6 +762,11 @@ static int read_args(Scanner *sc, const unsigned char **pp, const unsigned char 
                 default: r = skip_value(&p, end, 2); break;
             }
             if (r != OK) return r;
+            if (slot >= 0) { /* a key written twice: the last one counts, as in the decoder */
+                ev->kept_mask |= 1u << slot;
+                ev->kept_at[slot] = value;
+                ev->kept_end[slot] = p;
+            }
             if ((r = after_member(&p, end, '}')) == CLOSED) break;
             if (r != OK) return r;
         }
@@ -769,6 +790,7 @@ static int read_event(Scanner *sc, const unsigned char **pp, const unsigned char
         ev->id_at[k] = NULL;
     }
     ev->args_at = ev->args_end = NULL;
+    ev->kept_mask = 0;
     if (p >= end) return END_OF_BUFFER;
     if (*p == '}') {
         p++; /* {} */
@@ -841,7 +863,7 @@ static void scan(Scanner *sc, const unsigned char *base, Py_ssize_t len, Py_ssiz
     res->any_fraction = res->big_fraction_ts = res->big_fraction_dur = res->rounded = 0;
     res->out_of_memory = res->ended = 0;
     for (int c = 0; c < N_COLUMNS; c++) sc->columns[c].len = 0;
-    sc->metadata.len = sc->odd_ids.len = 0;
+    sc->metadata.len = sc->odd_ids.len = sc->kept.len = 0;
     for (;;) {
         p = skip_ws(p, end);
         if (p >= end) return;
@@ -892,6 +914,20 @@ static void scan(Scanner *sc, const unsigned char *base, Py_ssize_t len, Py_ssiz
                 return;
             }
             Py_ssize_t row = sc->columns[C_TS].len;
+            if (ev.args_at && ev.kept_mask && (name >= sc->n_name_keeps || sc->name_keeps[name])) {
+                for (uint32_t m = ev.kept_mask; m; m &= m - 1) {
+                    int slot = __builtin_ctz(m);
+                    int64_t id = intern(&sc->kept_values[slot], (const char *)ev.kept_at[slot],
+                                        (size_t)(ev.kept_end[slot] - ev.kept_at[slot]));
+                    if (id == -2) {
+                        res->status = ST_ODD; /* not UTF-8: the decoder repairs the batch */
+                        return;
+                    }
+                    if (id == -1 || vec_push(&sc->kept, row) < 0 || vec_push(&sc->kept, slot) < 0 ||
+                        vec_push(&sc->kept, id) < 0)
+                        res->out_of_memory = 1;
+                }
+            }
             int64_t values[N_COLUMNS] = {ev.ts, ev.dur, name, cat, ev.ids[0], ev.ids[1], ev.ids[2],
                                          ev.ids[3], ev.ids[4], NONE, NONE};
             if (ev.args_at) {
@@ -939,6 +975,9 @@ static void scan(Scanner *sc, const unsigned char *base, Py_ssize_t len, Py_ssiz
 static void Scanner_dealloc(Scanner *sc) {
     intern_free(&sc->names);
     intern_free(&sc->cats);
+    for (int k = 0; k < MAX_KEPT; k++) intern_free(&sc->kept_values[k]);
+    PyMem_RawFree(sc->name_keeps);
+    PyMem_RawFree(sc->kept.data);
     for (int k = 0; k < sc->n_arg_keys; k++) PyMem_RawFree(sc->arg_key[k]);
     for (int c = 0; c < N_COLUMNS; c++) PyMem_RawFree(sc->columns[c].data);
     PyMem_RawFree(sc->metadata.data);
@@ -947,7 +986,8 @@ static void Scanner_dealloc(Scanner *sc) {
     Py_TYPE(sc)->tp_free((PyObject *)sc);
 }
 
-/* Scanner(known_phases: bytes, arg_keys: sequence of (key: bytes, kind: int)) */
+/* Scanner(known_phases: bytes, arg_keys: sequence of (key: bytes, kind: int, slot: int)):
+ * slot -1 checks a key's value; 0, 1, ... keep it, in that slot of kept_args and new_kept. */
 static int Scanner_init(Scanner *sc, PyObject *args, PyObject *Py_UNUSED(kwds)) {
     Py_buffer phases;
     PyObject *keys;
@@ -967,15 +1007,22 @@ static int Scanner_init(Scanner *sc, PyObject *args, PyObject *Py_UNUSED(kwds)) 
     for (Py_ssize_t i = 0; i < n; i++) {
         const char *key;
         Py_ssize_t key_len;
-        int kind;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#i", &key, &key_len, &kind)) {
+        int kind, slot;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#ii", &key, &key_len, &kind, &slot)) {
             Py_DECREF(seq);
+            return -1;
+        }
+        if (slot < -1 || slot >= MAX_KEPT) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "a kept slot out of range");
             return -1;
         }
         sc->arg_key[i] = PyMem_RawMalloc((size_t)key_len + 1);
         memcpy(sc->arg_key[i], key, (size_t)key_len);
         sc->arg_key_len[i] = (size_t)key_len;
         sc->arg_kind[i] = kind;
+        sc->arg_slot[i] = slot;
+        if (slot + 1 > sc->n_kept) sc->n_kept = slot + 1;
         sc->keys_of_length[length_slot((size_t)key_len)] |= 1u << i;
         sc->n_arg_keys = (int)i + 1;
     }
@@ -1109,6 +1156,8 @@ static PyStructSequence_Field SCAN_FIELDS[] = {
     {"odd_ids", "bytes: (row, column, start, end) int64 quads of ids left to Python"},
     {"new_names", "names first seen in this batch, in id order"},
     {"new_categories", "categories first seen in this batch, in id order"},
+    {"kept_args", "bytes: (row, slot, value id) int64 triples of kept args, where recorded"},
+    {"new_kept", "by kept slot, the value texts first seen in this batch, in id order"},
     {"first_ts", "the first timestamp in ns, or None"},
     {"any_fraction", "a timestamp had a fraction"},
     {"big_fraction_ts", "a timestamp with a fraction beyond float64's exact range"},
@@ -1137,7 +1186,7 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *args) {
         res.status = ST_FAULT; /* the columns so far are left, unread */
         res.out_of_memory = 0;
         for (int c = 0; c < N_COLUMNS; c++) sc->columns[c].len = 0;
-        sc->metadata.len = sc->odd_ids.len = 0;
+        sc->metadata.len = sc->odd_ids.len = sc->kept.len = 0;
     }
     if (res.out_of_memory) return PyErr_NoMemory();
     Py_ssize_t rows = sc->columns[C_TS].len;
@@ -1147,9 +1196,16 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *args) {
     for (int c = 0; c < N_COLUMNS && rows > 0; c++) /* no rows: a column may have no buffer yet */
         memcpy(out + c * rows * sizeof(int64_t), sc->columns[c].data, rows * sizeof(int64_t));
     PyObject *first_ts = res.first_ts == NONE ? Py_NewRef(Py_None) : PyLong_FromLongLong(res.first_ts);
-    PyObject *fields = Py_BuildValue("innNNNNNNNNNNN", res.status, res.close, res.next, columns,
+    PyObject *new_kept = PyTuple_New(sc->n_kept);
+    for (int k = 0; new_kept && k < sc->n_kept; k++) {
+        PyObject *texts = intern_new(&sc->kept_values[k]);
+        if (!texts) Py_CLEAR(new_kept);
+        else PyTuple_SET_ITEM(new_kept, k, texts);
+    }
+    PyObject *fields = Py_BuildValue("innNNNNNNNNNNNNN", res.status, res.close, res.next, columns,
                                      vec_bytes(&sc->metadata), vec_bytes(&sc->odd_ids),
-                                     intern_new(&sc->names), intern_new(&sc->cats), first_ts,
+                                     intern_new(&sc->names), intern_new(&sc->cats),
+                                     vec_bytes(&sc->kept), new_kept, first_ts,
                                      PyBool_FromLong(res.any_fraction),
                                      PyBool_FromLong(res.big_fraction_ts),
                                      PyBool_FromLong(res.big_fraction_dur),
@@ -1166,9 +1222,28 @@ static PyObject *Scanner_scan(Scanner *sc, PyObject *args) {
     return result;
 }
 
+/* keep_args(flags: bytes): by name id, whether its events' kept args are recorded. */
+static PyObject *Scanner_keep_args(Scanner *sc, PyObject *args) {
+    Py_buffer flags;
+    if (!PyArg_ParseTuple(args, "y*", &flags)) return NULL;
+    unsigned char *copy = PyMem_RawMalloc(flags.len ? (size_t)flags.len : 1);
+    if (!copy) {
+        PyBuffer_Release(&flags);
+        return PyErr_NoMemory();
+    }
+    memcpy(copy, flags.buf, (size_t)flags.len);
+    PyMem_RawFree(sc->name_keeps);
+    sc->name_keeps = copy;
+    sc->n_name_keeps = flags.len;
+    PyBuffer_Release(&flags);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
      "scan(buf, pos): the events from pos up to the last event boundary, as columns."},
+    {"keep_args", (PyCFunction)Scanner_keep_args, METH_VARARGS,
+     "keep_args(flags): by name id, 1 where its events' kept args are recorded."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,6 +26,8 @@ class ScanResult:
     odd_ids: bytes
     new_names: list[str]
     new_categories: list[str]
+    kept_args: bytes
+    new_kept: tuple[list[str], ...]
     first_ts: int | None
     any_fraction: bool
     big_fraction_ts: bool
@@ -35,7 +37,8 @@ class ScanResult:
 
 @final
 class Scanner:
-    def __init__(self, phases: bytes, keys: Sequence[tuple[bytes, int]], /) -> None: ...
+    def __init__(self, phases: bytes, keys: Sequence[tuple[bytes, int, int]], /) -> None: ...
     def scan(self, buf: _Buffer, pos: int, /) -> ScanResult: ...
+    def keep_args(self, flags: bytes, /) -> None: ...
 
 def copy(buf: _Buffer, /) -> bytes | None: ...

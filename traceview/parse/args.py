@@ -77,6 +77,17 @@ _COLUMN_TYPE: dict[Reading, pl.DataType] = {
     "raw": pl.String(),
 }
 
+
+def value_type(arg: TraceArg) -> object:
+    """The type the decoder reads this arg's value as."""
+    return _DECODED[arg.reading][0]
+
+
+def column_type(arg: TraceArg) -> pl.DataType:
+    """The type of the column this arg becomes."""
+    return _COLUMN_TYPE[arg.reading]
+
+
 EVENT_ARGS = tuple(a for a in TRACE_ARGS if a.scope == "event")
 COLLECTIVE_ARGS = tuple(a for a in TRACE_ARGS if a.scope == "collective")
 

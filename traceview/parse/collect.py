@@ -12,12 +12,12 @@ from traceview.parse.categories import CATEGORY
 from traceview.parse.columns import (
     BATCH_SCHEMA,
     COMM_ARGS_SCHEMA,
-    INT64_MAX,
     complete_events,
     scanned_events,
 )
 from traceview.parse.events import Batch
 from traceview.parse.fast import ScannedBatch
+from traceview.parse.readers import INT64_MAX
 
 
 class Events:

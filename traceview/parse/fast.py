@@ -1,10 +1,11 @@
 """The compiled fast path of the parser (parse/_scan.c), where it was built.
 
 The scanner turns the plain events of a buffer straight into int64 columns; this module turns
-its answer into a ScannedBatch, decoding the few things it leaves behind (metadata events, the
-args of communication events, ids written as strings) with the same structs and readers as the
-pure-Python path. A batch the scanner calls odd is not a ScannedBatch: the caller decodes it the
-pure-Python way. Set TRACEVIEW_PURE_PYTHON=1 to use the pure-Python path everywhere.
+its answer into a ScannedBatch, decoding the few things it leaves behind (metadata events, ids
+written as strings, and each distinct value of the args of communication events, once) with the
+same structs and readers as the pure-Python path. A batch the scanner calls odd is not a
+ScannedBatch: the caller decodes it the pure-Python way. Set TRACEVIEW_PURE_PYTHON=1 to use
+the pure-Python path everywhere.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ import msgspec
 import numpy as np
 import polars as pl
 
-from traceview.parse.args import TRACE_ARGS, Args
+from traceview.parse.args import (
+    COLLECTIVE_ARGS,
+    NO_RAW,
+    TRACE_ARGS,
+    column_type,
+    value_type,
+)
 from traceview.parse.categories import CATEGORY, category
 from traceview.parse.events import (
     EVENTS,
@@ -28,6 +35,7 @@ from traceview.parse.events import (
     MetadataEvent,
 )
 from traceview.parse.names import KEEPS_COMM_ARGS
+from traceview.parse.readers import READERS
 
 _scan: ModuleType | None
 try:
@@ -52,8 +60,6 @@ if _scan is not None:
 COLUMNS = _ORDER[:-2]  # the events' values, in the scanner's order
 ARGS_AT, ARGS_END = len(COLUMNS), len(COLUMNS) + 1
 NAME = COLUMNS.index("name")
-# A batch's call arguments, decoded as one array.
-_ARGS = msgspec.json.Decoder(list[Args])  # type: ignore[valid-type]
 
 
 Readable = bytes | bytearray | memoryview  # what the scanner reads
@@ -87,7 +93,9 @@ class ScannedBatch:
     names: pl.Series  # Categorical: the trace's distinct names so far, by the scanner's ids
     categories: pl.Series  # the same for categories, folded onto CATEGORY
     metadata: list[MetadataEvent]
-    comm_args: list[tuple[int, Any]]  # (row in batch, Args) of communication events
+    comm_rows: np.ndarray  # rows in the batch of the communication events ...
+    comm_positions: np.ndarray  # ... and where their args' values are (KeptValues.positions)
+    kept: KeptValues  # those values, the scanner's so far
     odd_ids: dict[str, list[tuple[int, object]]]  # column -> (row in batch, decoded value)
 
     @property
@@ -120,20 +128,27 @@ class Scanner:
         }
         loose, raw, text = _scan.ARG_LOOSE, _scan.ARG_RAW, _scan.ARG_TEXT_OR_NULL
         by_reading = {"id": loose, "count": loose, "text": loose, "list_length": raw, "raw": raw}
+        # A collective arg's values are kept, in its slot: its place in COLLECTIVE_ARGS.
         keys = [
-            (a.key.encode(), ids.get(a.column, by_reading.get(a.reading, text))) for a in TRACE_ARGS
+            (
+                a.key.encode(),
+                ids.get(a.column, by_reading.get(a.reading, text)),
+                COLLECTIVE_ARGS.index(a) if a in COLLECTIVE_ARGS else -1,
+            )
+            for a in TRACE_ARGS
         ]
         self._scanner = _scan.Scanner("".join(sorted(KNOWN_PHASES)).encode(), keys)
-        self._names: list[str] = []
         self._categories: list[str] = []
-        self._comm_names: list[bool] = []  # by name id: its events keep their args
+        self._keeps = np.zeros(0, dtype=bool)  # by name id: its events keep their args
         self._name_series = pl.Series(dtype=pl.Categorical)
         self._category_series = pl.Series(dtype=CATEGORY)  # folded once, as they are learnt
+        self._kept = KeptValues()
 
     def scan(self, buf: Readable, pos: int, precise: bool) -> Scanned:
         assert _scan is not None
         found = self._scanner.scan(buf, pos)
         self._learn(found.new_names, found.new_categories)
+        self._kept.learn(found.new_kept)
         if found.status == _scan.FAULT:
             raise UnreadablePage
         odd = Scanned(None, True, pos, precise, False)
@@ -154,40 +169,37 @@ class Scanner:
         table = table.reshape(len(COLUMNS) + 2, len(table) // (len(COLUMNS) + 2))
         try:  # what the scanner leaves to the decoder; its refusal makes the batch odd
             meta = _decoded(EVENTS, _owned(buf, _pairs(found.metadata)))
-            comm_args = self._comm_args(buf, table)
             ids = self._odd_ids(buf, found.odd_ids)
         except (msgspec.ValidationError, msgspec.DecodeError, UnicodeDecodeError, RecursionError):
             return odd
+        rows = np.flatnonzero(self._keeps[table[NAME]] & (table[ARGS_AT] != NONE))
+        positions = self._kept.positions(rows, found.kept_args)
+        if positions is None:
+            return odd  # a value the decoder refuses: the pure-Python path decides
         batch = ScannedBatch(
             columns=table,
             names=self._name_series,
             categories=self._category_series,
             metadata=[m for m in meta if m.__class__ is MetadataEvent and m.name == THREAD_NAME],
-            comm_args=comm_args,
+            comm_rows=rows,
+            comm_positions=positions,
+            kept=self._kept,
             odd_ids=ids,
         )
         return Scanned(batch, False, found.next, precise, found.ended)
 
     def _learn(self, names: list[str], categories: list[str]) -> None:
-        if names:
-            self._names += names
-            self._comm_names += [KEEPS_COMM_ARGS.match(n) is not None for n in names]
-            self._name_series = pl.Series(self._names, dtype=pl.Categorical)
+        if names:  # appended, not rebuilt: a trace of many steps learns a name per step
+            keeps = [KEEPS_COMM_ARGS.match(n) is not None for n in names]
+            self._keeps = np.concatenate([self._keeps, np.array(keeps, dtype=bool)])
+            self._scanner.keep_args(self._keeps.tobytes())
+            self._name_series = pl.concat(
+                [self._name_series, pl.Series(names, dtype=pl.Categorical)], rechunk=False
+            )
         if categories:
             self._categories += categories
             written = pl.Series("cat", self._categories, dtype=pl.String)
             self._category_series = written.to_frame().select(category(pl.col("cat")))["cat"]
-
-    def _comm_args(self, buf: Readable, table: np.ndarray) -> list[tuple[int, Any]]:
-        keeps = np.asarray(self._comm_names, dtype=bool)
-        rows: np.ndarray | list[int] = (
-            np.flatnonzero(keeps[table[NAME]] & (table[ARGS_AT] != NONE)) if keeps.any() else []
-        )
-        spans = list(
-            zip(table[ARGS_AT, rows].tolist(), table[ARGS_END, rows].tolist(), strict=True)
-        )
-        return list(zip(rows.tolist() if isinstance(rows, np.ndarray) else rows,
-                        _decoded(_ARGS, _owned(buf, spans)), strict=True))  # fmt: skip
 
     @staticmethod
     def _odd_ids(buf: Readable, odd: bytes) -> dict[str, list[tuple[int, object]]]:
@@ -219,3 +231,68 @@ def _decoded(decoder: msgspec.json.Decoder, pieces: list[Readable]) -> list[Any]
 
 def _pairs(flat: bytes) -> list[tuple[int, int]]:
     return [tuple(p) for p in np.frombuffer(flat, dtype=np.int64).reshape(-1, 2).tolist()]  # type: ignore[misc]
+
+
+class KeptValues:
+    """Each collective arg's distinct value texts, as the scanner first meets them, decoded once
+    each with the pure-Python path's types and readers; a batch's args are ids into them."""
+
+    def __init__(self) -> None:
+        # Value id i at i + 1: position 0 holds the null an event without the arg takes.
+        self._values = [pl.Series(a.column, [None], column_type(a)) for a in COLLECTIVE_ARGS]
+        self._decoders = [msgspec.json.Decoder(list[value_type(a)]) for a in COLLECTIVE_ARGS]  # type: ignore[misc]
+        self._refused: list[set[int]] = [set() for _ in COLLECTIVE_ARGS]  # ids the decoder refused
+
+    def learn(self, new: tuple[list[str], ...]) -> None:
+        for slot, texts in enumerate(new):
+            if texts:
+                values = self._decoded(slot, texts)
+                learnt = pl.Series(self._values[slot].name, values, self._values[slot].dtype)
+                self._values[slot] = pl.concat([self._values[slot], learnt], rechunk=False)
+
+    def _decoded(self, slot: int, texts: list[str]) -> list[object]:
+        read = READERS[COLLECTIVE_ARGS[slot].reading]
+        decoder = self._decoders[slot]
+        try:
+            decoded = decoder.decode(f"[{','.join(texts)}]".encode())
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+            decoded = []  # one at a time, to know which
+            first = self._values[slot].len() - 1
+            for i, t in enumerate(texts):
+                try:
+                    decoded += decoder.decode(f"[{t}]".encode())
+                except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+                    decoded.append(None)
+                    self._refused[slot].add(first + i)
+        return [None if v is None or v is NO_RAW else read(v) for v in decoded]
+
+    def positions(self, rows: np.ndarray, kept: bytes) -> np.ndarray | None:
+        """By slot, where each of a batch's communication events (`rows`) finds its value of
+        that arg (0: it has none), from the scanner's (row, slot, id) triples; None where one
+        of them holds a value the decoder refused."""
+        triples = np.frombuffer(kept, dtype=np.int64).reshape(-1, 3)
+        at = np.searchsorted(rows, triples[:, 0]) if len(rows) else np.zeros(0, dtype=np.int64)
+        mine = at < len(rows)
+        mine[mine] = rows[at[mine]] == triples[mine, 0]  # others: events that are no calls
+        triples, at = triples[mine], at[mine]
+        for slot, refused in enumerate(self._refused):
+            if refused and np.isin(triples[triples[:, 1] == slot, 2], list(refused)).any():
+                return None
+        out = np.zeros((len(COLLECTIVE_ARGS), len(rows)), dtype=np.int64)
+        out[triples[:, 1], at] = triples[:, 2] + 1
+        return out
+
+    def frame(self, rows: np.ndarray, positions: np.ndarray) -> pl.DataFrame:
+        """The args of communication events (`rows`, in the parse's numbering) as columns, from
+        their positions (several batches' together: a call into polars costs what gathering
+        thousands of values does)."""
+        columns: dict[str, pl.Series] = {"row": pl.Series("row", rows, pl.Int64)}
+        for slot, arg in enumerate(COLLECTIVE_ARGS):
+            at = positions[slot]
+            values = self._values[slot]
+            values = values.gather(at) if at.any() else values.clear(len(rows))
+            if arg.fills is None:
+                columns[arg.column] = values
+            else:  # read only where the column it fills is missing
+                columns[arg.fills] = columns[arg.fills].fill_null(values)
+        return pl.DataFrame(columns)  # in COMM_ARGS_SCHEMA's order and types, as made
