@@ -126,8 +126,37 @@ def named(frame: pl.DataFrame, pattern: str, column: str = "name") -> pl.Expr:
     has seen, a superset): finding the distinct names of millions of rows costs more."""
     dtype = frame.schema[column]
     if isinstance(dtype, pl.Categorical):
-        names = dtype.categories.to_series()
+        hits = _category_hits(dtype, pattern)
     else:
         names = frame[column].unique().drop_nulls()
-    hits = names.filter(names.cast(pl.String).str.contains(pattern))
+        hits = names.filter(names.cast(pl.String).str.contains(pattern))
     return pl.col(column).is_in(hits.implode()) if hits.len() else pl.lit(False)
+
+
+# (pattern, how many categories there were) -> the categories it matched. Categories are only
+# ever added, so the answer holds until there are more; a trace of many steps (a name each)
+# has hundreds of thousands, and a model asks of a dozen patterns.
+_HITS: dict[tuple[str, str, str, int], pl.Series] = {}
+
+
+def _category_hits(dtype: pl.Categorical, pattern: str) -> pl.Series:
+    categories = dtype.categories
+    known = categories._categories.num_cats_upper_bound()
+    key = (pattern, categories.name(), categories.namespace(), known)
+    if key not in _HITS:
+        if len(_HITS) > 256:  # older counts' answers: no longer asked for
+            _HITS.clear()
+        _HITS[key] = _matching(_all_categories(dtype, known), pattern)
+    return _HITS[key]
+
+
+def _all_categories(dtype: pl.Categorical, known: int) -> pl.Series:
+    """Every category, made from their ids (polars' own to_series walks them in Python)."""
+    try:
+        return pl.arange(0, known, dtype=pl.UInt32, eager=True).cat.to(dtype)
+    except pl.exceptions.ComputeError:  # an id reserved but not yet given a name
+        return dtype.categories.to_series().cast(dtype)
+
+
+def _matching(names: pl.Series, pattern: str) -> pl.Series:
+    return names.filter(names.cast(pl.String).str.contains(pattern).fill_null(False))
