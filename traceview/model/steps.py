@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from traceview.parse.names import PROFILER_STEP, named
@@ -26,12 +27,15 @@ def step_spans(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def assign_steps(frame: pl.DataFrame, key: str, spans: pl.DataFrame) -> pl.DataFrame:
-    """Add `step`: the span that contains `frame[key]` (null outside every span)."""
-    if spans.height == 0:
+    """Add `step`: the span that contains `frame[key]` (null outside every span): the last
+    span (in start order) starting at or before it, if it ends after it. Searched from the key
+    alone, in the frame's order: the frame may be millions of wide rows, costly to sort."""
+    if spans.height == 0 or frame.height == 0:
         return frame.with_columns(step=pl.lit(None, pl.Int64))
-    keyed = frame.with_columns(_key=pl.col(key).fill_null(-1)).sort("_key")
-    joined = keyed.join_asof(spans, left_on="_key", right_on="span_start_ns", strategy="backward")
-    inside = pl.col(key) < pl.col("span_end_ns")
-    return joined.with_columns(step=pl.when(inside).then(pl.col("step"))).drop(
-        "_key", "span_start_ns", "span_end_ns"
-    )
+    starts = spans["span_start_ns"].to_numpy()
+    at = frame[key].fill_null(starts[0] - 1).to_numpy()  # a missing key: before every span
+    latest = np.searchsorted(starts, at, side="right") - 1
+    found = np.maximum(latest, 0)
+    inside = (latest >= 0) & (at < spans["span_end_ns"].to_numpy()[found])
+    step = pl.Series("step", spans["step"].to_numpy()[found], pl.Int64)
+    return frame.with_columns(step.scatter(np.flatnonzero(~inside), None))

@@ -284,15 +284,14 @@ class KeptValues:
 
     def frame(self, rows: np.ndarray, positions: np.ndarray) -> pl.DataFrame:
         """The args of communication events (`rows`, in the parse's numbering) as columns, from
-        their positions (several batches' together: a call into polars costs what gathering
-        thousands of values does)."""
-        columns: dict[str, pl.Series] = {"row": pl.Series("row", rows, pl.Int64)}
+        their positions: several batches' together, in one query (a call into polars costs
+        what gathering thousands of values does)."""
+        at = pl.DataFrame({f"_{slot}": positions[slot] for slot in range(len(COLLECTIVE_ARGS))})
+        columns: dict[str, pl.Expr] = {"row": pl.lit(pl.Series("row", rows, pl.Int64))}
         for slot, arg in enumerate(COLLECTIVE_ARGS):
-            at = positions[slot]
-            values = self._values[slot]
-            values = values.gather(at) if at.any() else values.clear(len(rows))
+            values = pl.lit(self._values[slot]).gather(pl.col(f"_{slot}"))
             if arg.fills is None:
                 columns[arg.column] = values
             else:  # read only where the column it fills is missing
                 columns[arg.fills] = columns[arg.fills].fill_null(values)
-        return pl.DataFrame(columns)  # in COMM_ARGS_SCHEMA's order and types, as made
+        return at.select(**columns)  # in COMM_ARGS_SCHEMA's order and types, as made
