@@ -60,7 +60,7 @@ def test_no_module_is_longer_than_a_reader_holds_at_once():
 
 
 def _not_plain(obj: object, path: str, seen: set[int]) -> list[str]:
-    """Every number inside `obj` (dataclass fields and properties, lists, dicts) that is not a
+    """Every number inside `obj` (dataclass or struct fields and properties, lists, dicts) not a
     plain Python int, float or bool: a numpy scalar, say."""
     if id(obj) in seen or obj is None or isinstance(obj, str | Path):
         return []
@@ -70,9 +70,13 @@ def _not_plain(obj: object, path: str, seen: set[int]) -> list[str]:
     if isinstance(obj, numbers.Number):
         return [f"{path}: {type(obj).__name__}"]
     found: list[str] = []
-    if dataclasses.is_dataclass(obj):
-        names = [f.name for f in dataclasses.fields(obj)]
-        names += [n for n in dir(type(obj)) if isinstance(getattr(type(obj), n), property)]
+    fields = (
+        [f.name for f in dataclasses.fields(obj)]
+        if dataclasses.is_dataclass(obj)
+        else list(getattr(obj, "__struct_fields__", ()))
+    )
+    if fields:  # a dataclass or a msgspec struct
+        names = fields + [n for n in dir(type(obj)) if isinstance(getattr(type(obj), n), property)]
         for name in names:
             found += _not_plain(getattr(obj, name), f"{path}.{name}", seen)
     elif isinstance(obj, list | tuple):
@@ -106,4 +110,4 @@ def test_the_step_table_holds_a_breakdowns_fields():
     from traceview.analysis.breakdown import Breakdown
     from traceview.tables import BREAKDOWN_COLUMNS
 
-    assert tuple(f.name for f in dataclasses.fields(Breakdown)) == BREAKDOWN_COLUMNS
+    assert Breakdown.__struct_fields__ == BREAKDOWN_COLUMNS

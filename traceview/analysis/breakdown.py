@@ -9,8 +9,7 @@ figure that depends on it: None, never 0.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 
 from traceview.algebra import IntervalSet, Ints, clip, covered_length, intersect, overlap_length
@@ -18,8 +17,9 @@ from traceview.algebra import IntervalSet, Ints, clip, covered_length, intersect
 METRICS = ("window", "compute", "comm", "overlap", "exposed_comm", "compute_only", "idle")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Breakdown:
+# A frozen struct, not a dataclass: a CPU trace can have a step every few KB (200,000 in a GB),
+# and a struct is made in a tenth of the time.
+class Breakdown(msgspec.Struct, frozen=True, kw_only=True):
     start_ns: int
     end_ns: int
     compute_ns: int

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import polars as pl
 
 from traceview.analysis.breakdown import Breakdown
@@ -84,7 +85,7 @@ def rank_report(trace: Trace, timeline: Timeline, *, keep_intervals: bool = Fals
     steps = step_breakdowns(timeline)
     if trace.truncated:
         partial, caveat = partial_steps(timeline, steps)
-        steps = [replace(s, partial=s.step in partial) for s in steps]
+        steps = [msgspec.structs.replace(s, partial=s.step in partial) for s in steps]
         notes.append(caveat)
     return RankReport(
         trace=trace.path,

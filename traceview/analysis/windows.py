@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 import polars as pl
 
@@ -17,15 +16,13 @@ from traceview.model.gpu import device_counts
 WINDOW_KINDS = ("compute", "comm")
 
 
-@dataclass(frozen=True, kw_only=True)
-class StepBreakdown:
+class StepBreakdown(msgspec.Struct, frozen=True, kw_only=True):  # as Breakdown: one a step
     step: int
     breakdown: Breakdown
     partial: bool = False  # the trace was cut short and this step may be missing work
 
 
-@dataclass(frozen=True, kw_only=True)
-class BeforeFirstStep:
+class BeforeFirstStep(msgspec.Struct, frozen=True, kw_only=True):
     """Kernels whose launch is not in the trace: launched before the profiling window (the
     previous, unprofiled step), still running when tracing began. They belong to no step."""
 

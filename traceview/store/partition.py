@@ -125,7 +125,7 @@ def write_partition(
     )
     steps = pl.DataFrame(
         [
-            {"step": s.step, "partial": s.partial, **dataclasses.asdict(s.breakdown)}
+            {"step": s.step, "partial": s.partial, **msgspec.structs.asdict(s.breakdown)}
             for s in report.steps
         ],
         schema={k: v for k, v in STEPS_SCHEMA.items() if k != "window_ns"},
