@@ -14,7 +14,7 @@ from traceview.perfetto import event_chunks, write_annotated
 def annotated_events(job):
     """The events as written, decoded."""
     for _, chunk in event_chunks(job):
-        yield from json.loads(b"[" + chunk + b"]")
+        yield from json.loads(b"[" + bytes(chunk) + b"]")
 
 
 def test_tracks_and_calls_of_a_hand_made_trace(tmp_path):
