@@ -44,7 +44,7 @@ def trace_text() -> bytes:
             "tid": 7,
             "ts": 1000 + i,
             "dur": 1.5,
-            "args": {"External id": i, "device": 0, "stream": 7},
+            "args": {"External id": i, "device": 0, "stream": 7, "Input Dims": [[i % 5]]},
         }
         for i in range(EVENTS)
     ]
@@ -56,9 +56,10 @@ def rows_from(scan: ModuleType, view: memoryview, start: int, end: int) -> int:
     scanner = scan.Scanner(
         b"MX",
         [
-            (b"External id", scan.ARG_CORRELATION),
-            (b"device", scan.ARG_DEVICE),
-            (b"stream", scan.ARG_STREAM),
+            (b"External id", scan.ARG_CORRELATION, -1),
+            (b"device", scan.ARG_DEVICE, -1),
+            (b"stream", scan.ARG_STREAM, -1),
+            (b"Input Dims", scan.ARG_RAW, 0),  # kept: its values interned, as a call's are
         ],
     )
     rows, pos = 0, start

@@ -58,7 +58,7 @@ if _scan is not None:
         )
     _ORDER = _scan.COLUMNS
 COLUMNS = _ORDER[:-2]  # the events' values, in the scanner's order
-ARGS_AT, ARGS_END = len(COLUMNS), len(COLUMNS) + 1
+ARGS_AT = len(COLUMNS)  # where an event's args begin (the args' end follows it)
 NAME = COLUMNS.index("name")
 
 
