@@ -7,6 +7,7 @@ from traceview.algebra import (
     IntervalSet,
     clip,
     difference,
+    each_minus,
     intersect,
     overlap_length,
     union,
@@ -83,3 +84,40 @@ def test_clip_matches_the_unit_grid(xs, lo, width):
     clipped = clip(a, lo, lo + width)
     assert covered(as_pairs(clipped)) == covered(xs) & set(range(lo, lo + width))
     assert all(e > s for s, e in as_pairs(clipped))
+
+
+def test_each_minus_by_hand():
+    cut = union([2, 8, 30], [4, 12, 31])
+    # [0, 10) loses [2, 4) and [8, 10); [9, 11) lies in a cut; [12, 20) touches one, keeps all;
+    # [29, 32) loses its middle; [5, 5), empty, lies outside every cut: kept as it is;
+    # [3, 3) lies in one.
+    owner, lo, hi = each_minus(
+        np.array([0, 9, 12, 29, 5, 3]), np.array([10, 11, 20, 32, 5, 3]), cut
+    )
+    assert owner.tolist() == [0, 0, 2, 3, 3, 4]
+    assert list(zip(lo.tolist(), hi.tolist(), strict=True)) == [
+        (0, 2),
+        (4, 8),
+        (12, 20),
+        (29, 30),
+        (31, 32),
+        (5, 5),
+    ]
+    owner, lo, hi = each_minus(np.array([3, 4]), np.array([7, 4]), EMPTY)
+    assert (owner.tolist(), lo.tolist(), hi.tolist()) == ([0, 1], [3, 4], [7, 4])
+
+
+@given(intervals, intervals)
+def test_each_minus_matches_difference_one_at_a_time(xs, ys):
+    cut = union([y[0] for y in ys], [y[1] for y in ys])
+    starts = np.array([x[0] for x in xs], np.int64)
+    ends = np.array([x[1] for x in xs], np.int64)
+    owner, lo, hi = each_minus(starts, ends, cut)
+
+    def rest(s, e):
+        if not any(cs < e and ce > s for cs, ce in as_pairs(cut)):
+            return [(s, e)]  # no cut reaches into it: as it is, an empty one too
+        return as_pairs(difference(union([s], [e]), cut))
+
+    expected = [(i, a, b) for i, (s, e) in enumerate(xs) for a, b in rest(s, e)]
+    assert list(zip(owner.tolist(), lo.tolist(), hi.tolist(), strict=True)) == expected

@@ -113,3 +113,27 @@ def clip(a: IntervalSet, lo: int, hi: int) -> IntervalSet:
     e = np.clip(a.ends[first:last], lo, hi)
     keep = e > s
     return IntervalSet(s[keep], e[keep])
+
+
+def each_minus(starts: Ints, ends: Ints, cut: IntervalSet) -> tuple[Ints, Ints, Ints]:
+    """[s, e) \\ cut for many intervals at once (they may overlap each other): the pieces left
+    as (which interval each came from, piece starts, piece ends), in the intervals' order, each
+    interval's pieces in time order — what `difference` gives one interval at a time, except
+    that an interval no cut reaches into is kept as it is, an empty one too (a zero-length op
+    stays a row of its own)."""
+    starts, ends = np.asarray(starts, np.int64), np.asarray(ends, np.int64)
+    if len(cut) == 0:
+        return np.arange(starts.size), starts, ends
+    # The cuts reaching into [s, e): those ending after s and starting before e.
+    first = np.searchsorted(cut.ends, starts, side="right")
+    hits = np.maximum(np.searchsorted(cut.starts, ends, side="left") - first, 0)
+    owner = np.repeat(np.arange(starts.size), hits + 1)  # k cuts leave at most k + 1 pieces
+    offsets = np.concatenate([[0], np.cumsum(hits + 1)[:-1]])
+    r = np.arange(owner.size) - offsets[owner]  # the piece's place in its interval
+    at = first[owner] + r  # the cut just after the piece
+    last = len(cut) - 1
+    lo = np.where(r == 0, starts[owner], cut.ends[np.clip(at - 1, 0, last)])
+    hi = np.where(r == hits[owner], ends[owner], cut.starts[np.clip(at, 0, last)])
+    lo, hi = np.maximum(lo, starts[owner]), np.minimum(hi, ends[owner])
+    keep = (hi > lo) | (hits[owner] == 0)
+    return owner[keep], lo[keep], hi[keep]

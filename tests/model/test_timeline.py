@@ -91,6 +91,36 @@ def test_cpu_trace_cuts_waits_and_calls_out_of_compute(tmp_path):
     assert set(other["collective"].to_list()) == {"all_reduce", None}
 
 
+def test_cpu_compute_is_each_threads_top_level_ops_in_any_order_and_on_tied_starts(tmp_path):
+    # Written out of time order; on thread 1 two ops start together (the longer one holds
+    # the other, whichever comes first) and one repeats another exactly (counted once); a
+    # zero-length op outside every other stays a row of its own. Thread 3's ops are its own.
+    events = [
+        tb.step(1, 0, 200),
+        tb.cpu_op("aten::mm", 50, 10),
+        tb.cpu_op("aten::linear", 10, 30),
+        tb.cpu_op("aten::t", 10, 5),  # same start as aten::linear, inside it
+        tb.cpu_op("aten::addmm", 10, 30),  # aten::linear's twin
+        tb.cpu_op("aten::add_", 47, 0),
+        tb.cpu_op("aten::copy_", 35, 10),  # starts inside aten::linear, ends past it
+        tb.cpu_op("aten::mul", 55, 3),  # inside aten::mm
+        tb.cpu_op("aten::sum", 12, 50, tid=3),
+        tb.cpu_op("aten::div", 20, 5, tid=3),
+    ]
+    tl = timeline(tmp_path, events)
+    compute = tl.intervals.filter(pl.col("kind") == "compute").sort("lane", "ts_ns")
+    assert [
+        (r["lane"], r["name"], r["ts_ns"] // US, r["end_ns"] // US)
+        for r in compute.iter_rows(named=True)
+    ] == [
+        ("thread 1", "aten::linear", 10, 40),
+        ("thread 1", "aten::copy_", 35, 45),
+        ("thread 1", "aten::add_", 47, 47),
+        ("thread 1", "aten::mm", 50, 60),
+        ("thread 3", "aten::sum", 12, 62),
+    ]
+
+
 def test_no_profiler_steps_gives_totals_only(tmp_path):
     events = [tb.launch(1, 1), tb.kernel("k", 10, 5, 1)]
     tl = timeline(tmp_path, events)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from traceview.algebra import IntervalSet, difference, union
+from traceview.algebra import each_minus, union
 from traceview.model import messages
 from traceview.model.calls import comm_call_ops, merge_nested
 from traceview.model.distinct import per_distinct
@@ -42,36 +42,36 @@ _NO_COLLECTIVE = {
 
 
 def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
-    events = (
-        trace.events.lazy()
-        .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]))
-        .select("row", "pid", "tid", "name", "cat", "ts_ns", "end_ns")
-        .collect()
-    )
-    gloo = named(events, GLOO_SPAN)
+    # The events are millions of rows: each part is taken from them by one filter, never by
+    # copying them whole (the training threads' rows are a mask, not a table).
+    events = trace.events
+    cpu = pl.col("cat").is_in(["cpu_op", "user_annotation"])
+    gloo = cpu & named(events, GLOO_SPAN)
     # Spans the user names as communication are that, wherever they run; their thread stays
     # a training thread whose other work is compute.
-    custom = (named(events, comm_pattern) & ~gloo) if comm_pattern else pl.lit(False)
+    custom = (cpu & named(events, comm_pattern) & ~gloo) if comm_pattern else pl.lit(False)
     is_comm = gloo | custom
-    gloo_rows, custom_rows = events.filter(gloo), events.filter(custom)
-    comm_threads = _comm_threads(trace, gloo_rows)
-    training = (
-        events.join(comm_threads, on=["pid", "tid"], how="anti") if comm_threads.height else events
+    columns = ["row", "pid", "tid", "name", "cat", "ts_ns", "end_ns"]
+    gloo_rows, custom_rows = _rows(events, gloo, columns), _rows(events, custom, columns)
+    training = cpu & ~_on_threads(_comm_threads(trace, gloo_rows))
+    waiting = named(events, WAIT_OP) | named(events, COMM_CALL)
+    compute = _top_level_minus(
+        events,
+        training & (pl.col("cat") == "cpu_op") & ~is_comm & ~waiting,
+        _rows(events, training & (waiting | is_comm), ["pid", "tid", "ts_ns", "end_ns"]),
     )
-    del events  # (each copy of millions of events counts: tiny-event traces)
-    waiting = named(training, WAIT_OP) | named(training, COMM_CALL)
-    ops = training.filter((pl.col("cat") == "cpu_op") & ~is_comm & ~waiting)
-    compute = _top_level_minus(ops, training.filter(waiting | is_comm))
-    del ops
-    gradient_comm = gradient_comm_spans(training)
+    # Spans on Gloo's threads never contain a training thread's work: the scopes below are
+    # read from every thread, as innermost() matches them thread by thread.
+    training_calls = _rows(events, training & named(events, COMM_CALL), columns)
+    gradient_comm = gradient_comm_spans(events)
     calls = innermost(
-        _call_rows(training, trace), "ts_ns", "pid", "tid", gradient_comm, "_backward"
+        _call_rows(training_calls, trace), "ts_ns", "pid", "tid", gradient_comm, "_backward"
     )
-    calls = innermost(calls, "ts_ns", "pid", "tid", fsdp_spans(training), "_fsdp")
+    calls = innermost(calls, "ts_ns", "pid", "tid", fsdp_spans(events), "_fsdp")
     calls = calls.with_columns(
         backward=pl.col("_backward").is_not_null(), module=fsdp_module(pl.col("_fsdp"))
     )
-    autograd = autograd_spans(training)
+    autograd = autograd_spans(events)
     compute = innermost(compute, "ts_ns", "pid", "tid", autograd, "_backward").with_columns(
         backward=pl.col("_backward").is_not_null(), module=pl.lit(None, pl.String)
     )
@@ -167,6 +167,19 @@ def _comm_threads(trace: Trace, gloo: pl.DataFrame) -> pl.DataFrame:
     ).unique()
 
 
+def _rows(events: pl.DataFrame, which: pl.Expr, columns: list[str]) -> pl.DataFrame:
+    """The rows chosen, with only these columns copied."""
+    return events.lazy().filter(which).select(columns).collect()
+
+
+def _on_threads(threads: pl.DataFrame) -> pl.Expr:
+    """True for the rows on these (pid, tid) threads (a few: Gloo's runloops)."""
+    return pl.any_horizontal(
+        pl.lit(False),
+        *((pl.col("pid") == pid) & (pl.col("tid") == tid) for pid, tid in threads.iter_rows()),
+    )
+
+
 def _comm_rows(comm: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     rows = comm.join(trace.comm_args, on="row", how="left")
     return (
@@ -194,9 +207,9 @@ def _span_fields(name: str, *size_args: Any) -> tuple[object, ...]:
     return (collective_of(name), *(size for size, _counted in sides), elem)
 
 
-def _call_rows(training: pl.DataFrame, trace: Trace) -> pl.DataFrame:
-    """Collective launches on the training threads, as `other` rows."""
-    calls = merge_nested(comm_call_ops(training, trace.comm_args))
+def _call_rows(ops: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """Collective launches on the training threads (`ops`: theirs), as `other` rows."""
+    calls = merge_nested(comm_call_ops(ops, trace.comm_args))
     return calls.select(
         "pid",
         "tid",
@@ -215,37 +228,51 @@ def _call_rows(training: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     )
 
 
-def _top_level_minus(ops: pl.DataFrame, cuts: pl.DataFrame) -> pl.DataFrame:
-    """Top-level ops per thread (ops nested in another are covered by it), with the time of
-    any cut (a wait or collective call on the same thread) removed; a cut op is split."""
-    ops = ops.sort("pid", "tid", "ts_ns", -pl.col("end_ns"))
-    reach = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
-    top = ops.filter(reach.is_null() | (pl.col("end_ns") > reach)).select(
-        "pid", "tid", "name", "ts_ns", "end_ns"
-    )
+def _top_level_minus(events: pl.DataFrame, ops: pl.Expr, cuts: pl.DataFrame) -> pl.DataFrame:
+    """The top-level `ops` of each thread, with the time of any cut (a wait or collective call
+    on the same thread) removed; a cut op is split."""
+    top = _top_level(events, ops)
     if cuts.height == 0 or top.height == 0:
         return top
-    pieces = []
+    pieces = [top.join(cuts.select("pid", "tid").unique(), on=["pid", "tid"], how="anti")]
     for (pid, tid), thread_cuts in cuts.group_by("pid", "tid"):
         cut = union(thread_cuts["ts_ns"].to_numpy(), thread_cuts["end_ns"].to_numpy())
         mine = top.filter((pl.col("pid") == pid) & (pl.col("tid") == tid))
-        s, e = mine["ts_ns"].to_numpy(), mine["end_ns"].to_numpy()
-        # The first cut ending after each op starts hits the op if it starts before the op ends.
-        j = np.searchsorted(cut.ends, s, side="right")
-        hit = np.zeros(s.size, dtype=bool)
-        inside = j < len(cut)
-        hit[inside] = cut.starts[j[inside]] < e[inside]
-        for i in np.flatnonzero(hit):
-            rest = difference(IntervalSet(s[i : i + 1], e[i : i + 1]), cut)
-            pieces.append(
-                pl.DataFrame(
-                    {"ts_ns": rest.starts, "end_ns": rest.ends},
-                ).with_columns(
-                    pid=pl.lit(pid, pl.Int64),
-                    tid=pl.lit(tid, pl.Int64),
-                    name=pl.lit(mine["name"][int(i)], pl.Categorical),
-                )
-            )
-        pieces.append(mine.filter(pl.Series(~hit)))
-    untouched = top.join(cuts.select("pid", "tid").unique(), on=["pid", "tid"], how="anti")
-    return pl.concat([untouched, *(p.select(top.columns) for p in pieces)])
+        owner, starts, ends = each_minus(mine["ts_ns"].to_numpy(), mine["end_ns"].to_numpy(), cut)
+        pieces.append(mine[owner].with_columns(ts_ns=starts, end_ns=ends))
+    return pl.concat(pieces)
+
+
+def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
+    """The events chosen by `ops` that no earlier one on their thread reaches past (ops nested
+    in another are covered by it), per thread in time order: pid, tid, name, ts_ns, end_ns.
+    Found from index arrays, thread by thread: the ops are millions of rows, and a table of
+    them, sorted, costs several times their size."""
+    ops = ops.fill_null(False)
+    threads = events.lazy().filter(ops).group_by("pid", "tid").agg().sort("pid", "tid").collect()
+    kept = []
+    for p, t in threads.iter_rows():
+        mine = ops if threads.height == 1 else ops & (pl.col("pid") == p) & (pl.col("tid") == t)
+        rows = events.lazy().select(pl.arg_where(mine)).collect().to_series()
+        starts = events["ts_ns"].gather(rows).to_numpy()
+        ends = events["end_ns"].gather(rows).to_numpy()
+        order = _by_start_longest_first(starts, ends)
+        if order is not None:
+            rows, ends = rows.gather(order), ends[order]
+        del starts, order
+        reach = np.maximum.accumulate(ends)
+        first = np.empty(ends.size, dtype=bool)
+        first[0] = True
+        first[1:] = ends[1:] > reach[:-1]
+        kept.append(rows.filter(first))
+    columns = ["pid", "tid", "name", "ts_ns", "end_ns"]
+    return events.select(columns)[pl.concat(kept)] if kept else events.select(columns).clear()
+
+
+def _by_start_longest_first(starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:
+    """The order by start, the longest first among equal starts; None where that is the order
+    they are in (a profiler writes a thread's ops by start, so most traces' are)."""
+    same = starts[1:] == starts[:-1]
+    if ((starts[1:] > starts[:-1]) | (same & (ends[1:] <= ends[:-1]))).all():
+        return None
+    return np.lexsort((-ends, starts))

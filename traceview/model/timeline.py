@@ -53,10 +53,11 @@ def model_rows(trace: Trace) -> Trace:
     work, the runtime calls that launched it, and the CPU spans that give it context (steps,
     the backward pass, FSDP modules, collective calls) — a third of its rows or less; the rest
     (CPU ops, other runtime calls) need not be held while it is built. A CPU-only trace's model
-    reads every CPU span: it is returned as it is."""
+    reads its CPU spans, by thread and time alone: the columns that tie CPU to GPU work are let
+    go, and the rows of other categories (Python functions) where they are many."""
     events = trace.events
     if not has_gpu_activity(trace):
-        return trace
+        return replace(trace, events=_cpu_model_rows(events))
     device = pl.col("cat").is_in(DEVICE_CATS)
     spans = (PROFILER_STEP, AUTOGRAD_OP, FSDP_BACKWARD_HOOK, FSDP_SPAN, COMM_CALL)
     spans_read = (*spans, *WRAPPER_SPANS.values())
@@ -64,6 +65,21 @@ def model_rows(trace: Trace) -> Trace:
     launches = launches_of(events.filter(device))
     unread = pl.col("cat") == "accelerator"  # said in a note, not modelled
     return replace(trace, events=events.filter(device | launches | context | unread))
+
+
+# What a CPU-only trace's model reads of its events (the others tie CPU work to GPU work).
+_CPU_MODEL_COLUMNS = ("row", "ts_ns", "end_ns", "name", "cat", "pid", "tid")
+
+
+def _cpu_model_rows(events: pl.DataFrame) -> pl.DataFrame:
+    # Runtime calls say GPU work was launched unrecorded, accelerator events are noted, and the
+    # wrappers' spans are looked for under any category.
+    read = pl.col("cat").is_in(["cpu_op", "user_annotation", "runtime", "accelerator"]) | named(
+        events, "|".join(WRAPPER_SPANS.values())
+    )
+    events = events.select(_CPU_MODEL_COLUMNS)
+    unread = events.height - int(events.select(read.sum()).item())
+    return events.filter(read) if unread > events.height // 8 else events  # a copy pays then
 
 
 def build_timeline(trace: Trace, comm_pattern: str | None = None) -> Timeline:

@@ -156,7 +156,9 @@ def scanned_events(
     """The same frames from the compiled scanner's columns, batches in trace order: missing
     values become nulls, ids of names and categories their strings, and ids the scanner left to
     Python are read as the pure-Python path reads them."""
-    table = np.concatenate([b.columns[: len(SCANNED)] for b in batches], axis=1)
+    # A column apiece: polars keeps a column's numpy memory where it can (no nulls to mark), and
+    # a row of one 2-D array would keep the whole array, every other column, alive with it.
+    table = [np.concatenate([b.columns[i] for b in batches]) for i in range(len(SCANNED))]
     last = batches[-1]  # its tables of distinct strings hold every earlier batch's
     ints = {c: pl.Series(c, table[i]) for i, c in enumerate(SCANNED) if c not in ("name", "cat")}
     frame = (
