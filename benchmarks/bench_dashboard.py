@@ -17,6 +17,7 @@ many ranks it synthesizes (benchmarks/bench_store.py's tiled NCCL ranks; kept be
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import socket
 import statistics
@@ -26,10 +27,12 @@ import time
 import urllib.request
 from pathlib import Path
 
+from traceview.store.layout import MARKER, STORE_VERSION
+
 ROOT = Path(__file__).parents[1]
 # Each page and the fewest charts it draws with data (the Runs page: its table; Memory: none
-# without run records).
-PAGES = {"": 2, "timeline": 1, "overlap": 1, "buckets": 1, "memory": 0, "runs": 0}
+# without run records; Diff: one run, its halves).
+PAGES = {"": 2, "timeline": 1, "overlap": 1, "buckets": 1, "memory": 0, "diff": 1, "runs": 0}
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]
 WAIT_MS = 300_000
 
@@ -132,6 +135,8 @@ def many_rank_store(ranks: int, mb: float) -> Path:
 
     out = ROOT / "bench_out" / "dashboard"
     store = out / f"store-{ranks}x{mb:g}MB"
+    if store.exists() and _store_version(store) < STORE_VERSION:  # an older traceview's: made anew
+        shutil.rmtree(store)
     if not store.exists():
         job = synthesize(out / f"traces-{ranks}", ranks, mb)
         partial = store.with_name(store.name + ".partial")
@@ -141,6 +146,10 @@ def many_rank_store(ranks: int, mb: float) -> Path:
         partial.rename(store)
         shutil.rmtree(job)  # the store holds what the dashboard reads
     return store
+
+
+def _store_version(store: Path) -> int:
+    return int(json.loads((store / MARKER).read_text())["store_version"])
 
 
 def main() -> int:

@@ -85,6 +85,15 @@ CALLS_SCHEMA: dict[str, pl.DataType] = {
     "exposed_share_ns": pl.Int64(),
 }
 
+# One rank's time per profiler step and name of work (analysis/work.py): what a diff reads of
+# the kernels (CPU ops on CPU runs) whose time changed, instead of every interval.
+WORK_SCHEMA: dict[str, pl.DataType] = {
+    "rank": pl.Int32(),
+    "step": pl.Int64(),
+    "name": pl.String(),
+    "ns": pl.Int64(),  # the summed durations of the step's intervals of that name
+}
+
 # Every rank's calls, with what the job adds (analysis/job.py); every column always there.
 JOB_CALLS_SCHEMA: dict[str, pl.DataType] = {
     **CALLS_SCHEMA,

@@ -62,6 +62,24 @@ def test_the_step_change_is_split_where_it_happened(tmp_path):
     assert (top.what, top.before, top.after) == (ALLREDUCE, pytest.approx(0.2), pytest.approx(0.4))
 
 
+def test_the_kernels_come_from_each_ranks_time_per_step_and_name_not_its_intervals(tmp_path):
+    a, b = run(tmp_path, "a", 200), run(tmp_path, "b", [200, 200, 400, 400])
+    runs = traceview.load_runs([a, b])
+    (rank,) = runs.jobs[1].ranks
+    assert rank.intervals is None  # loaded without them, as the CLI loads
+    assert rank.work.sort("step", "name").rows() == [
+        (0, s, name, ns)
+        for s, comm_ns in ((1, 200_000), (2, 200_000), (3, 400_000), (4, 400_000))
+        for name, ns in sorted([(ALLREDUCE, comm_ns), ("volta_sgemm_128x64_nn", 600_000)])
+    ]
+    found = runs.diff()
+    assert {k.what: (k.before, k.after) for k in found.kernels} == {
+        ALLREDUCE: (pytest.approx(0.2), pytest.approx(0.3)),
+        "volta_sgemm_128x64_nn": (pytest.approx(0.6), pytest.approx(0.6)),
+    }
+    assert all("intervals" not in vars(job) for job in runs.jobs)  # never read again
+
+
 def test_diff_in_every_format(tmp_path):
     a, b = run(tmp_path, "a", 200), run(tmp_path, "b", 400)
     table = cli("diff", a, b)

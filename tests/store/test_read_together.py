@@ -4,8 +4,10 @@ saying which."""
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
+import traceview as traceview_api
 from tests.cli.run_cli import traceview
 from tests.store.test_store import SWEEP
 from traceview.loader.parallel import Options
@@ -20,6 +22,14 @@ def _partitions(tmp_path):
     return sorted((store / "job=ddp-dp4").glob("rank=*"))
 
 
+def test_a_stored_jobs_work_is_read_together_when_first_asked_for(tmp_path):
+    folders = _partitions(tmp_path)
+    job = traceview_api.load(folders[0].parents[1], job="ddp-dp4")
+    assert all(r.work is None for r in job.ranks)
+    alone = pl.concat([read_partition(folder).work for folder in folders])
+    assert job.work.equals(alone) and sorted(job.work["rank"].unique()) == [0, 1, 2, 3]
+
+
 def test_read_together_is_read_alone(tmp_path):
     folders = _partitions(tmp_path)
     together = read_partitions(folders, Options())
@@ -29,6 +39,9 @@ def test_read_together_is_read_alone(tmp_path):
         assert report.rank == alone.rank == int(folder.name.removeprefix("rank="))
         assert report.calls.equals(alone.calls) and report.calls.height > 0
         assert report.calls["rank"].unique().to_list() == [report.rank]
+        assert report.work is None  # what only a diff reads: read when it asks
+        assert alone.work is not None and alone.work.height > 0
+        assert alone.work["rank"].unique().to_list() == [report.rank]
         assert report.steps == alone.steps and len(report.steps) > 0
         assert report.total == alone.total
 

@@ -133,7 +133,7 @@ def test_the_layout_is_hive_partitioned_parquet(store):
     got = {(r, s): e for r, s, e in table.select("rank", "step", "exposed_comm_ns").rows()}
     assert got == expected
     marker = json.loads((store / "store.json").read_text())
-    assert marker == {"store_version": 3}
+    assert marker == {"store_version": 4}
     assert (store / "job=ddp-dp4" / "run.json").read_bytes() == (
         SWEEP / "ddp-dp4" / "run.json"
     ).read_bytes()
@@ -216,7 +216,7 @@ def test_a_partition_an_older_traceview_wrote_is_made_again(tmp_path):
     assert "ingest again" in done.err and done.err.count("\n") == 1
     again = traceview("ingest", SWEEP / "ddp-dp1", "--store", store)
     assert "1 rank partition(s) written, 0 unchanged" in again.out, again.out
-    assert json.loads((store / "store.json").read_text()) == {"store_version": 3}
+    assert json.loads((store / "store.json").read_text()) == {"store_version": 4}
     assert _paths_out(_json("analyze", store)) == _paths_out(_json("analyze", SWEEP / "ddp-dp1"))
 
 
@@ -255,6 +255,7 @@ def test_the_python_api_ingests_and_loads_a_store(tmp_path):
     assert [r.total for r in stored.ranks] == [r.total for r in parsed.ranks]
     assert [r.steps for r in stored.ranks] == [r.steps for r in parsed.ranks]
     assert stored.calls.equals(parsed.calls)
+    assert stored.work.equals(parsed.work) and stored.work.height > 0
     assert stored.run == parsed.run and stored.strategy == "zero3"
 
 

@@ -64,19 +64,19 @@ class Diff:
 
 
 def diff(a: JobReport, b: JobReport, a_name: str, b_name: str,
-         a_intervals: pl.DataFrame | None = None,
-         b_intervals: pl.DataFrame | None = None,
+         a_work: pl.DataFrame | None = None,
+         b_work: pl.DataFrame | None = None,
          a_steps: Container[int] | None = None,
          b_steps: Container[int] | None = None) -> Diff:  # fmt: skip
-    """`*_intervals`: each run's model (INTERVALS_SCHEMA), for the kernels that changed most;
-    `*_steps`: the steps of each side compared (all where None): two ranges of one job, or of
-    two runs."""
+    """`*_work`: each run's time per step and name (WORK_SCHEMA), for the kernels that changed
+    most; `*_steps`: the steps of each side compared (all where None): two ranges of one job,
+    or of two runs."""
     sa, sb = _step_parts(a, a_steps), _step_parts(b, b_steps)
     a_calls, b_calls = _in(a.calls, sa, a_steps), _in(b.calls, sb, b_steps)
-    if a_intervals is not None:
-        a_intervals = _in(a_intervals, sa, a_steps)
-    if b_intervals is not None:
-        b_intervals = _in(b_intervals, sb, b_steps)
+    if a_work is not None:
+        a_work = _in(a_work, sa, a_steps)
+    if b_work is not None:
+        b_work = _in(b_work, sb, b_steps)
     caveats = [
         f"{name} has no profiler steps with their communication measured: its figures are 0"
         for name, s in ((a_name, sa), (b_name, sb))
@@ -92,8 +92,8 @@ def diff(a: JobReport, b: JobReport, a_name: str, b_name: str,
     )
     n_a, n_b = sa.height, sb.height
     kernels: tuple[Change, ...] = ()
-    if a_intervals is not None and b_intervals is not None and n_a and n_b:
-        kernels = _kernels(a_intervals, b_intervals, n_a, n_b)
+    if a_work is not None and b_work is not None and n_a and n_b:
+        kernels = _kernels(a_work, b_work, n_a, n_b)
     return Diff(
         before=a_name,
         after=b_name,
@@ -187,12 +187,8 @@ def _calls_changes(
 def _kernels(a: pl.DataFrame, b: pl.DataFrame, n_a: int, n_b: int) -> tuple[Change, ...]:
     """The work whose time per rank-step changed most: GPU kernels, or CPU ops on CPU runs."""
 
-    def per_name(intervals: pl.DataFrame, steps: int) -> pl.DataFrame:
-        return (
-            intervals.filter(pl.col("step").is_not_null())
-            .group_by(pl.col("name").cast(pl.String))
-            .agg(ms=(pl.col("end_ns") - pl.col("ts_ns")).sum() / 1e6 / steps)
-        )
+    def per_name(work: pl.DataFrame, steps: int) -> pl.DataFrame:
+        return work.group_by("name").agg(ms=pl.col("ns").sum() / 1e6 / steps)
 
     joined = per_name(a, n_a).join(per_name(b, n_b), on="name", how="full", coalesce=True,
                                    suffix="_b").fill_null(0)  # fmt: skip

@@ -21,6 +21,7 @@ from traceview.analysis.windows import (
     step_breakdowns,
     total_breakdown,
 )
+from traceview.analysis.work import work_by_name
 from traceview.errors import Note
 from traceview.model import Timeline
 from traceview.parse import Trace
@@ -48,6 +49,9 @@ class RankReport:
     calls: pl.DataFrame  # one row per collective call (analysis/calls.py CALLS_SCHEMA)
     backward_tails: tuple[BackwardTail, ...]
     intervals: pl.DataFrame | None = None  # the whole model, when asked for (timeline export)
+    # Time per step and name of work (analysis/work.py WORK_SCHEMA); None where the rank was
+    # read from a store without it (Job.work reads it there when asked for).
+    work: pl.DataFrame | None = None
     run: TraceRun | None = None  # the run the trace says it belongs to (harness traces)
     # The data-parallel wrappers whose record functions the trace holds (parse/names.py
     # WRAPPER_SPANS): "ddp", "zero_redundancy_optimizer", "fsdp2", "fsdp1".
@@ -104,6 +108,7 @@ def rank_report(trace: Trace, timeline: Timeline, *, keep_intervals: bool = Fals
         collectives=tuple(collective_summaries(calls)),
         epoch_span_ns=_epoch_span(total, meta.base_time_ns),
         calls=calls,
+        work=work_by_name(timeline),
         backward_tails=tuple(backward_tails(timeline, calls)),
         intervals=timeline.intervals if keep_intervals else None,
         wrappers=timeline.wrappers,

@@ -39,10 +39,10 @@ from traceview.inputs import ProgressFn, is_stream
 from traceview.loader.gather import gathered, said_missing
 from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many, not_finished
 from traceview.loader.sources import RunSource, check_one_job, find_runs
-from traceview.loader.stored import read_partitions
+from traceview.loader.stored import read_partitions, read_work
 from traceview.parse.run_record import RunRecord, incomplete_run, read_run_record
 from traceview.store.completeness import stored_incomplete
-from traceview.tables import INTERVALS_SCHEMA
+from traceview.tables import INTERVALS_SCHEMA, WORK_SCHEMA
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,6 +160,21 @@ class Job:
         return tuple(job_findings(report, self.name))
 
     @cached_property
+    def work(self) -> pl.DataFrame:
+        """Every rank's time per profiler step and name of work as one table
+        (traceview/tables.py WORK_SCHEMA): what a diff reads, where the intervals are not."""
+        frames = [r.work for r in self.ranks]
+        missing = [i for i, f in enumerate(frames) if f is None]
+        if missing:  # ranks read from a store without it
+            read = read_work(
+                [self.rank_files[i] for i in missing], [self.ranks[i].rank for i in missing]
+            )
+            for i, frame in zip(missing, read, strict=True):
+                frames[i] = frame
+        kept = [f for f in frames if f is not None]
+        return pl.concat(kept) if kept else pl.DataFrame(schema=WORK_SCHEMA)
+
+    @cached_property
     def intervals(self) -> pl.DataFrame:
         """The model of every rank as one table (traceview/tables.py INTERVALS_SCHEMA, with its
         `rank` column). Ranks loaded without theirs (keep_intervals) are read again for them
@@ -220,8 +235,7 @@ class Runs:
     ) -> Diff:
         """The two runs loaded, the first (A) against the second (B) — or, with one run and
         both step selections, its steps `a_steps` against its steps `b_steps`: where the step's
-        time went (docs/metrics.md "Diff"). Reads each run's model for the kernels that
-        changed."""
+        time went (docs/metrics.md "Diff")."""
         if len(self.jobs) == 1 and a_steps is not None and b_steps is not None:
             a = b = self.jobs[0]
         elif len(self.jobs) == 2:
@@ -234,8 +248,7 @@ class Runs:
             )
         a_name = a.name if a_steps is None else f"{a.name} steps {a_steps}"
         b_name = b.name if b_steps is None else f"{b.name} steps {b_steps}"
-        return diff(a.report, b.report, a_name, b_name, a.intervals, b.intervals,
-                    a_steps, b_steps)  # fmt: skip
+        return diff(a.report, b.report, a_name, b_name, a.work, b.work, a_steps, b_steps)
 
     def what_if(self, job: Job) -> Calibration | None:
         """The what-if simulator calibrated on `job` (one of these runs), with its strategy's

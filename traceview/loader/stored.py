@@ -16,8 +16,9 @@ from traceview.store.partition import (
     read_partition,
     read_stored,
     read_tables,
+    read_work_table,
 )
-from traceview.tables import CALLS_SCHEMA, STEPS_SCHEMA
+from traceview.tables import CALLS_SCHEMA, STEPS_SCHEMA, WORK_SCHEMA
 
 BATCH = 256  # partitions whose tables are read in one go (progress is told after each)
 _READ_TOGETHER = {"steps": STEPS_SCHEMA, "calls": CALLS_SCHEMA}
@@ -42,12 +43,26 @@ def read_partitions(
                         comm_pattern=options.comm_pattern,
                         stored=s,
                         tables=t,
+                        with_work=False,  # what only a diff reads: when it asks (read_work)
                     ),
                 )
             )
             if on_done:
                 on_done(len(outcomes), len(partitions), outcomes[-1])
     return outcomes
+
+
+def read_work(partitions: Sequence[Path], ranks: Sequence[int | None]) -> list[pl.DataFrame]:
+    """The time per step and name of work of these partitions (of these ranks): read together
+    a batch at a time, else each alone, saying which one is at fault."""
+    out: list[pl.DataFrame] = []
+    for first in range(0, len(partitions), BATCH):
+        folders, batch_ranks = partitions[first : first + BATCH], ranks[first : first + BATCH]
+        together = read_tables(folders, batch_ranks, "work", WORK_SCHEMA)
+        if together is None:
+            together = [read_work_table(f, r) for f, r in zip(folders, batch_ranks, strict=True)]
+        out += together
+    return out
 
 
 def _read_batch(

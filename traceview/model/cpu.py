@@ -159,12 +159,16 @@ def _unpaired(comm: pl.DataFrame) -> pl.DataFrame:
 def _comm_threads(trace: Trace, gloo: pl.DataFrame) -> pl.DataFrame:
     """Gloo's runloop threads: the threads of its spans, and the threads named after it."""
     named = [k for k, names in trace.thread_names.items() if any(GLOO_THREAD in n for n in names)]
-    return pl.concat(
-        [
-            gloo.select("pid", "tid"),
-            pl.DataFrame(named, schema={"pid": pl.Int64, "tid": pl.Int64}, orient="row"),
-        ]
-    ).unique()
+    return (
+        pl.concat(
+            [
+                gloo.lazy().select("pid", "tid"),
+                pl.LazyFrame(named, schema={"pid": pl.Int64, "tid": pl.Int64}, orient="row"),
+            ]
+        )
+        .unique()  # lazily: an eager unique of a million rows holds several times their size
+        .collect()
+    )
 
 
 def _rows(events: pl.DataFrame, which: pl.Expr, columns: list[str]) -> pl.DataFrame:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import polars as pl
 
 
@@ -18,11 +19,24 @@ def per_distinct(
     outputs: dict[str, pl.DataType],
 ) -> pl.DataFrame:
     """`frame` with the columns `outputs` added: fn(*inputs) of each row, in that order, called
-    once per distinct combination of the inputs (nulls included)."""
-    distinct = frame.select(inputs).unique(maintain_order=True)
-    results = [fn(*row) for row in distinct.iter_rows()]
-    table = distinct.with_columns(
-        pl.Series(name, [r[i] for r in results], dtype=dtype)
+    once per distinct combination of the inputs (nulls included). Each row finds its answer by
+    the number of its combination (gathered, not joined: a join on the inputs would copy the
+    whole frame, every column, for a Gloo trace's million calls)."""
+    distinct = (
+        frame.lazy()
+        .select(inputs)
+        .with_row_index("_row")
+        .group_by(inputs, maintain_order=True)
+        .agg("_row")
+        .collect()
+    )
+    results = [fn(*row) for row in distinct.select(inputs).iter_rows()]
+    which = np.empty(frame.height, dtype=np.uint32)  # each row's combination
+    which[distinct["_row"].explode().to_numpy()] = np.repeat(
+        np.arange(distinct.height, dtype=np.uint32), distinct["_row"].list.len().to_numpy()
+    )
+    combination = pl.Series(which)
+    return frame.with_columns(
+        pl.Series(name, [r[i] for r in results], dtype=dtype).gather(combination)
         for i, (name, dtype) in enumerate(outputs.items())
     )
-    return frame.join(table, on=list(inputs), how="left", nulls_equal=True, maintain_order="left")

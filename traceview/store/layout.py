@@ -7,6 +7,7 @@ job, hive-style, so polars, DuckDB and Spark read the store as tables without tr
     STORE/job=<job>/rank=<r>/summary.json the rank's totals, notes and where its trace came from
     STORE/job=<job>/rank=<r>/steps.parquet      one row per profiler step (Breakdown columns)
     STORE/job=<job>/rank=<r>/calls.parquet      one row per collective call (CALLS_SCHEMA)
+    STORE/job=<job>/rank=<r>/work.parquet       time per profiler step and name (WORK_SCHEMA)
     STORE/job=<job>/rank=<r>/intervals.parquet  the model (INTERVALS_SCHEMA)
 
 `job` and `rank` are the partition keys: the tables do not repeat them. A trace that does not
@@ -22,13 +23,14 @@ import msgspec
 
 from traceview.errors import CannotWrite, TraceviewError, unreadable
 
-# 2: calls and intervals carry `elements`; FSDP's post-backward work is backward work. A
-# partition an older traceview wrote is not read (ingest makes it again).
-STORE_VERSION = 3
+# 2: calls and intervals carry `elements`; FSDP's post-backward work is backward work.
+# 4: each rank's time per step and name of work (`work`). A partition an older traceview wrote
+# is not read (ingest makes it again).
+STORE_VERSION = 4
 MARKER = "store.json"
 JOB_RECORD = "job.json"
 SUMMARY = "summary.json"
-TABLES = ("steps", "calls", "intervals")  # RankReport's fields kept as Parquet tables
+TABLES = ("steps", "calls", "work", "intervals")  # RankReport's fields kept as Parquet tables
 NO_RANK = "__HIVE_DEFAULT_PARTITION__"
 INCOMING = ".incoming"  # each writer's partitions, before they are moved into place
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")

@@ -1,4 +1,4 @@
-"""One rank's partition: its RankReport written as a summary (JSON) and three Parquet tables,
+"""One rank's partition: its RankReport written as a summary (JSON) and four Parquet tables,
 and read back into the same RankReport — the numbers every command shows come from here,
 unchanged (tests/store compares them with the traces')."""
 
@@ -22,7 +22,13 @@ from traceview.analysis.rank import RankReport, keeps
 from traceview.analysis.windows import StepBreakdown
 from traceview.errors import TraceviewError, unreadable
 from traceview.store.layout import NO_RANK, STORE_VERSION, SUMMARY, TABLES, cannot_write
-from traceview.tables import BREAKDOWN_COLUMNS, CALLS_SCHEMA, INTERVALS_SCHEMA, STEPS_SCHEMA
+from traceview.tables import (
+    BREAKDOWN_COLUMNS,
+    CALLS_SCHEMA,
+    INTERVALS_SCHEMA,
+    STEPS_SCHEMA,
+    WORK_SCHEMA,
+)
 from traceview.version import __version__
 
 _OS_ERROR = re.compile(r"\(os error (\d+)\)")
@@ -116,7 +122,7 @@ def write_partition(
     report: RankReport, folder: Path, source: Source, comm_pattern: str | None
 ) -> None:
     """Into `folder` (made here, not yet in place): the report needs its intervals."""
-    if report.intervals is None:
+    if report.intervals is None or report.work is None:
         raise ValueError("a partition needs the report's intervals (keep_intervals=True)")
     summary = RankSummary(
         **{  # type: ignore[operator]
@@ -133,6 +139,7 @@ def write_partition(
     tables = {
         "steps": steps,
         "calls": report.calls.drop("rank"),
+        "work": report.work.drop("rank"),
         "intervals": report.intervals.drop("rank"),
     }
     try:
@@ -215,6 +222,11 @@ def _table(
     return table.select(list(schema)).cast(schema)  # type: ignore[arg-type]
 
 
+def read_work_table(folder: Path, rank: int | None) -> pl.DataFrame:
+    """The partition's time per step and name of work (WORK_SCHEMA)."""
+    return _table(folder, "work", WORK_SCHEMA, rank)
+
+
 def check_pattern(stored: Stored, folder: Path, comm_pattern: str | None) -> None:
     """A partition holds the analysis made with its ingest's --comm-pattern, and no other."""
     if stored.comm_pattern != comm_pattern:
@@ -258,9 +270,11 @@ def read_partition(
     comm_pattern: str | None = None,
     stored: Stored | None = None,
     tables: dict[str, pl.DataFrame] | None = None,
+    with_work: bool = True,
 ) -> RankReport:
     """The rank's report as it was measured when its trace was ingested (`stored`, `tables`:
-    its summary and tables where they were read already, with other partitions')."""
+    its summary and tables where they were read already, with other partitions'; `with_work`:
+    its time per step and name, else left to be read when asked for)."""
     stored = stored or read_stored(folder)
     check_current(stored, folder)
     check_pattern(stored, folder, comm_pattern)
@@ -285,6 +299,9 @@ def read_partition(
         calls=tables["calls"]
         if "calls" in tables
         else _table(folder, "calls", CALLS_SCHEMA, summary.rank),
+        work=tables["work"]
+        if "work" in tables
+        else (read_work_table(folder, summary.rank) if with_work else None),
         intervals=_table(folder, "intervals", INTERVALS_SCHEMA, summary.rank)
         if keeps(keep_intervals, summary.rank)
         else None,
