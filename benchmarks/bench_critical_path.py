@@ -1,5 +1,5 @@
 """What walking the critical path costs beside loading the trace: on the DDP NCCL and the
-CPU-only Gloo shapes of benchmarks/bench_shapes.py, tiled to one size, each trace loaded once
+two CPU-only Gloo shapes of benchmarks/bench_shapes.py, tiled to one size, each trace loaded once
 with its intervals kept, then `Job.critical_path()` timed (a fresh job each run: the walk is
 cached per job). Run from the repository root:
 
@@ -17,11 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_shapes import ROOT, build
+from bench_shapes import GLOO, ROOT, build
 
 import traceview
 
-SHAPES = ("DDP, NCCL", "CPU-only, Gloo")
+SHAPES = ("DDP, NCCL", GLOO, "CPU-only, Gloo, many tiny steps")
 
 
 def main() -> None:

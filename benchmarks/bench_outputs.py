@@ -1,6 +1,7 @@
 """What each output costs beside `traceview analyze` on the same trace: `export` (the annotated
 Perfetto timeline, plain and gzipped) and `report` (the self-contained HTML document), on the
-DDP NCCL and the CPU-only Gloo shapes of benchmarks/bench_shapes.py, tiled to one size.
+DDP NCCL and the two CPU-only Gloo shapes (DDP, many tiny steps) of benchmarks/bench_shapes.py,
+tiled to one size.
 
 Each command runs as its own process, the commands' runs alternating (a shared machine drifts);
 medians are reported with each command's CPU and wall time over analyze's. The report's charting
@@ -23,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_analyze import MB, Run, measure_once
-from bench_shapes import ROOT, build
+from bench_shapes import GLOO, ROOT, build
 
-SHAPES = ("DDP, NCCL", "CPU-only, Gloo")
+SHAPES = ("DDP, NCCL", GLOO, "CPU-only, Gloo, many tiny steps")
 
 
 def commands(trace: Path, out: Path) -> dict[str, list[str]]:

@@ -1,8 +1,10 @@
 """`traceview analyze` on trace shapes side by side, at one size: a DDP NCCL trace (and the same
 gzipped, as most traces are kept), an 8-GPU job's rank with all-to-all and all-reduce on several
-streams (torchrec-like), a CPU-only Gloo trace, and that Gloo trace written back with
-four-decimal times (as Python's `json` leaves a trace a tool has edited), each tiled from a real
-trace (benchmarks/tile.py) to the same size.
+streams (torchrec-like), a CPU-only Gloo DDP rank (the harness's: its ops, backward and
+buckets), that Gloo trace written back with four-decimal times (as Python's `json` leaves a
+trace a tool has edited), and a CPU-only Gloo rank of many tiny steps (a 300-rank job's: a step
+and ten Gloo calls every 5 KB, the most steps and calls per byte of any trace here), each tiled
+from a real trace (benchmarks/tile.py) to the same size.
 
 Each shape's runs alternate with the others' (a shared machine drifts), each its own process;
 the medians are reported with the CPU ratio to the NCCL trace. With --peers, Holistic Trace
@@ -33,12 +35,14 @@ from tile import tile
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = ROOT / "tests/fixtures/traces"
+GLOO = "CPU-only, Gloo, DDP"
 SHAPES = {
     "DDP, NCCL": FIXTURES / "nccl_ddp_w2_rank0.json.gz",
     "8 GPUs, all-to-all + all-reduce (torchrec-like)": FIXTURES / "nccl_w8_rank3_step1010.json.gz",
-    "CPU-only, Gloo": FIXTURES / "gloo_cpu_w300_rank34.json.gz",
+    GLOO: ROOT / "sample_traces/cpu_sweep/ddp-dp4/rank1.pt.trace.json.gz",
+    "CPU-only, Gloo, many tiny steps": FIXTURES / "gloo_cpu_w300_rank34.json.gz",
 }
-FOUR_DECIMALS = "CPU-only, Gloo, 4-decimal times"
+FOUR_DECIMALS = "CPU-only, Gloo, DDP, 4-decimal times"
 GZIPPED = "DDP, NCCL, gzip"
 _TIME = re.compile(rb'("(?:ts|dur)": ?)(-?\d+(?:\.\d+)?)(?=[,}])')
 
@@ -53,13 +57,16 @@ def build(work: Path, mb: float) -> dict[str, Path]:
     work.mkdir(parents=True, exist_ok=True)
     out = {}
     for shape, source in SHAPES.items():
-        path = work / f"{source.name.split('.')[0]}-{mb:g}MB.json"
+        name = source.name.split(".")[0]
+        if name.startswith("rank"):  # a run folder's rank: named with its run
+            name = f"{source.parent.name}-{name}"
+        path = work / f"{name}-{mb:g}MB.json"
         if not path.exists():
             tile(source, path, int(mb * MB), rank=0)
         out[shape] = path
-    four = work / f"gloo-4-decimals-{mb:g}MB.json"
+    four = work / f"{out[GLOO].stem}-4-decimals.json"
     if not four.exists():
-        four.write_bytes(_TIME.sub(_fourth_decimal, out["CPU-only, Gloo"].read_bytes()))
+        four.write_bytes(_TIME.sub(_fourth_decimal, out[GLOO].read_bytes()))
     out[FOUR_DECIMALS] = four
     packed = work / f"{out['DDP, NCCL'].name}.gz"
     if not packed.exists():

@@ -178,6 +178,32 @@ def test_gloo_spans_take_the_collective_of_the_call_that_queued_them(tmp_path):
     assert comm["bytes"].to_list() == [400, 400]  # the all-gather's full output
 
 
+@pytest.mark.parametrize(
+    ("span_dims", "paired"),
+    [([[25]], True), ([[30]], False), ([[0]], False)],  # 100 B: 4 of 25; not of 30; of 0: none
+)
+def test_gloo_spans_are_paired_with_the_calls_only_where_each_fits_its_call(
+    tmp_path, span_dims, paired
+):
+    events = [
+        tb.thread_name(2, "thread 2 (pt_gloo_runloop)"),
+        tb.step(1, 0, 100),
+        tb.cpu_op("c10d::allreduce_", 10, 2, **{"Input Dims": [[25]], "Input type": ["float"]}),
+        tb.cpu_op("c10d::allreduce_", 20, 2, **{"Input Dims": [[25]], "Input type": ["float"]}),
+        tb.span("gloo:all_reduce", 13, 5, tid=2, **{"Input Dims": [[25]], "Input type": ["float"]}),
+        tb.span(
+            "gloo:all_reduce", 23, 5, tid=2, **{"Input Dims": span_dims, "Input type": ["float"]}
+        ),
+    ]
+    comm = (
+        timeline(tmp_path, events, backend="gloo")
+        .intervals.filter(pl.col("kind") == "comm")
+        .sort("ts_ns")
+    )
+    # Paired, both spans take their calls' launch times; else neither does (all or none).
+    assert comm["launch_ns"].to_list() == ([10 * US, 20 * US] if paired else [None, None])
+
+
 def test_comm_pattern_on_a_real_cpu_trace_moves_only_the_matching_spans():
     import gzip
     import json

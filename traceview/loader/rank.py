@@ -29,6 +29,7 @@ def analyze_trace(
     # largest thing in memory).
     trace = model_rows(read_trace(path, progress, max_event_bytes, max_memory_bytes))
     timeline = build_timeline(trace, comm_pattern)
-    # The events are all in the timeline now: let them go before the measuring starts.
-    trace = replace(trace, events=trace.events.clear())
+    # The events (and the collectives' arguments) are all in the timeline now: let them go
+    # before the measuring starts.
+    trace = replace(trace, events=trace.events.clear(), comm_args=trace.comm_args.clear())
     return rank_report(trace, timeline, keep_intervals=keeps(keep_intervals, trace.meta.rank))

@@ -129,14 +129,22 @@ def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFra
     unpaired = _unpaired(comm)
     if calls.height != comm.height or comm.height == 0:
         return unpaired
-    fits = all(
-        span is None
-        or (call_in is None and call_out is None)
-        or any(b is not None and b >= span and b % span == 0 for b in (call_in, call_out))
-        for span, call_in, call_out in zip(
-            comm["in_bytes"], calls["in_bytes"], calls["out_bytes"], strict=True
-        )
+    span = pl.col("span")
+
+    def holds(side: str) -> pl.Expr:  # a whole number of the span's inputs
+        return (pl.col(side) >= span) & (pl.col(side) % span == 0)
+
+    pairs = pl.DataFrame(
+        {"span": comm["in_bytes"], "call_in": calls["in_bytes"], "call_out": calls["out_bytes"]}
     )
+    fits = pairs.select(
+        (
+            span.is_null()
+            | (pl.col("call_in").is_null() & pl.col("call_out").is_null())
+            | holds("call_in").fill_null(False)
+            | holds("call_out").fill_null(False)
+        ).all()
+    ).item()
     if not fits:
         return unpaired
     paired = {c: pl.coalesce(calls[c], pl.col(c)) for c in messages.MESSAGE_COLUMNS}
@@ -191,7 +199,7 @@ def _comm_rows(comm: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         .with_columns(
             kind=pl.lit("comm"), arg_group_size=pl.col("group_size"), pg=pl.col("pg_name")
         )
-        .drop("group_size")
+        .drop("group_size", "collective_name", *messages.SIZE_ARGS)  # read: let them go
     )
 
 
