@@ -15,6 +15,7 @@ import pytest
 
 from traceview.parse import fast
 from traceview.parse import source as source_module
+from traceview.parse.ahead import made_ahead
 from traceview.parse.source import ByteSource, Mapped
 from traceview.parse.stream import EventStream, StreamError
 
@@ -171,7 +172,7 @@ def test_the_thread_hands_on_what_it_raises():
         yield b"a"
         raise ValueError("from the thread")
 
-    got = source_module.inflated_ahead(failing())
+    got = made_ahead(failing(), 2, "test")
     assert next(got) == b"a"
     with pytest.raises(ValueError, match="from the thread"):
         next(got)

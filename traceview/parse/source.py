@@ -8,10 +8,8 @@ from __future__ import annotations
 import contextlib
 import io
 import mmap
-import queue
 import re
 import sys
-import threading
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ from pathlib import Path
 from traceview import compression
 from traceview.errors import TraceviewError, unreadable
 from traceview.inputs import STDIN, ProgressFn, is_stream
+from traceview.parse.ahead import made_ahead
 
 GZIP_MAGIC = b"\x1f\x8b"
 READ_SIZE = 4 << 20  # compressed or plain bytes read per system call
@@ -43,45 +42,6 @@ Chunk = bytes | memoryview | Mapped
 
 
 INFLATE_AHEAD = 2  # inflated chunks ready before the reader asks (bounds memory)
-_DONE = object()
-
-
-def inflated_ahead(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """`chunks`, made on a thread of their own up to INFLATE_AHEAD before they are read: the
-    inflater lets go of the GIL while it inflates, and the scanner while it scans, so a gzip
-    trace's two halves of the work run at once. What the thread raises is raised here; a reader
-    that stops early stops the thread."""
-    ready: queue.Queue[object] = queue.Queue(INFLATE_AHEAD)
-    stop = threading.Event()
-
-    def hand_on(item: object) -> bool:
-        while not stop.is_set():
-            with contextlib.suppress(queue.Full):
-                ready.put(item, timeout=0.1)
-                return True
-        return False
-
-    def run() -> None:
-        try:
-            for chunk in chunks:
-                if not hand_on(chunk):
-                    return
-            hand_on(_DONE)
-        except BaseException as e:  # the reader's to raise, on its own thread
-            hand_on(e)
-
-    thread = threading.Thread(target=run, name="traceview-inflate", daemon=True)
-    thread.start()
-    try:
-        while (item := ready.get()) is not _DONE:
-            if isinstance(item, BaseException):
-                raise item
-            yield item  # type: ignore[misc]
-    finally:
-        stop.set()
-        # It stops at its next chunk; one blocked reading a pipe that stays open is left (a
-        # daemon), not waited for.
-        thread.join(timeout=2.0)
 
 
 class ByteSource:
@@ -118,8 +78,8 @@ class ByteSource:
                     yield from self._mapped(mapping, 0, CHUNK_SIZE, progress)
                     return
             if self.compressed:  # inflated on a thread of its own, beside the scanning
-                chunks: Iterator[bytes | memoryview] = inflated_ahead(
-                    self._gunzip(f, first, progress)
+                chunks: Iterator[bytes | memoryview] = made_ahead(
+                    self._gunzip(f, first, progress), INFLATE_AHEAD, "traceview-inflate"
                 )
             else:
                 chunks = self._plain(f, first, progress)

@@ -10,6 +10,7 @@ import polars as pl
 from traceview.errors import NotATraceError, Note, TraceviewError
 from traceview.inputs import ProgressFn
 from traceview.parse import fast, halves
+from traceview.parse.ahead import made_ahead
 from traceview.parse.budget import EventBudget, OverBudget, machine_memory
 from traceview.parse.collect import Events
 from traceview.parse.columns import (
@@ -59,8 +60,11 @@ def read_trace(
     names: dict[tuple[int, int], list[str]] = {}
     events = Events(budget)
     size = 0
+    # Scanned on a thread of its own while this one makes the tables of the batches before;
+    # at a pause nothing past it is scanned until this thread says to read on.
+    batches = made_ahead(stream.batches(), SCAN_AHEAD, "traceview-scan", _is_pause)
     try:
-        for batch in stream.batches():
+        for batch in batches:
             if isinstance(batch, Pause):
                 if second and second.joins(batch.next, stream.precise):
                     _join(stream.result, events, names, second)
@@ -78,6 +82,7 @@ def read_trace(
         where = " (the gzip stream is cut short)" if source.cut_short else ""
         raise TraceviewError(f"{path}: {e}{where}") from None
     finally:
+        batches.close()  # type: ignore[attr-defined]  # a generator: its thread stops
         if second:
             second.cancel()
     size = size or source.uncompressed_bytes
@@ -142,6 +147,13 @@ def read_trace(
         size_bytes=size,
         truncated=truncated,
     )
+
+
+SCAN_AHEAD = 2  # scanned batches ready before they are made into tables (bounds memory)
+
+
+def _is_pause(batch: object) -> bool:
+    return isinstance(batch, Pause)
 
 
 # One profiling window lasts seconds to minutes: an event a day from the middle of the others

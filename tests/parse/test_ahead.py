@@ -1,0 +1,67 @@
+"""made_ahead: items made on a thread of their own, a few ahead of the reader — in order, what the
+thread raises raised in its place, nothing made past a held item until the reader asks, and no
+thread left behind by a reader that stops early or a trace read whole."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from traceview.parse import read_trace
+from traceview.parse.ahead import made_ahead
+
+FIXTURES = Path(__file__).parents[1] / "fixtures/traces"
+
+
+def _threads(name: str) -> int:
+    return sum(t.name == name for t in threading.enumerate())
+
+
+def test_items_come_in_order_and_an_error_in_its_place():
+    def items():
+        yield from range(5)
+        raise ValueError("sixth")
+
+    got = made_ahead(items(), 2, "test-ahead")
+    assert [next(got) for _ in range(5)] == list(range(5))
+    with pytest.raises(ValueError, match="sixth"):
+        next(got)
+
+
+def test_nothing_is_made_past_a_held_item_until_the_reader_asks():
+    made: list[int] = []
+
+    def items():
+        for i in range(6):
+            made.append(i)
+            yield i
+
+    got = made_ahead(items(), 4, "test-ahead", hold=lambda i: i == 2)
+    assert [next(got) for _ in range(3)] == [0, 1, 2]
+    time.sleep(0.3)  # the thread would have made 3 by now, were it not held
+    assert made == [0, 1, 2]
+    assert next(got) == 3  # asked: it goes on
+    assert list(got) == [4, 5] and made == list(range(6))
+
+
+def test_a_reader_that_stops_early_stops_the_thread():
+    got = made_ahead(iter(range(1000)), 2, "test-ahead")
+    assert next(got) == 0
+    assert _threads("test-ahead") == 1
+    got.close()  # type: ignore[attr-defined]
+    assert _threads("test-ahead") == 0
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_trace_read_whole_or_cut_short_leaves_no_scanning_thread(tmp_path, packed):
+    text = gzip.decompress((FIXTURES / "nccl_ddp_w2_rank0_step5.json.gz").read_bytes())
+    for body in (text, text[: len(text) // 2]):  # whole, then cut inside an event
+        path = tmp_path / ("t.json.gz" if packed else "t.json")
+        path.write_bytes(gzip.compress(body) if packed else body)
+        trace = read_trace(path)
+        assert trace.events.height > 0 and trace.truncated == (body is not text)
+        assert _threads("traceview-scan") == 0 and _threads("traceview-inflate") == 0

@@ -1,0 +1,61 @@
+"""Items made on a thread of their own, a few ahead of their reader: the inflater and the scanner
+let go of the GIL while they work, so the stages of reading a trace (inflating, scanning, making
+the tables) run at once on as many cores."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+_DONE = object()
+
+
+def made_ahead(
+    items: Iterator[T], depth: int, name: str, hold: Callable[[T], bool] | None = None
+) -> Iterator[T]:
+    """`items`, made on a thread of their own up to `depth` before they are read. What the
+    thread raises is raised here, in its place among the items; a reader that stops early stops
+    the thread. An item `hold` is true of is the last one made until the reader asks for the
+    next: a reader that stops there has had nothing made past it."""
+    ready: queue.Queue[object] = queue.Queue(depth)
+    stop, go_on = threading.Event(), threading.Event()
+
+    def hand_on(item: object) -> bool:
+        while not stop.is_set():
+            with contextlib.suppress(queue.Full):
+                ready.put(item, timeout=0.1)
+                return True
+        return False
+
+    def run() -> None:
+        try:
+            for item in items:
+                if not hand_on(item):
+                    return
+                if hold is not None and hold(item):
+                    while not go_on.wait(0.1):
+                        if stop.is_set():
+                            return
+                    go_on.clear()
+            hand_on(_DONE)
+        except BaseException as e:  # the reader's to raise, on its own thread
+            hand_on(e)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    try:
+        while (item := ready.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
+            if hold is not None and hold(item):  # type: ignore[arg-type]
+                go_on.set()
+    finally:
+        stop.set()
+        # It stops at its next item; one blocked reading a pipe that stays open is left (a
+        # daemon), not waited for.
+        thread.join(timeout=2.0)
