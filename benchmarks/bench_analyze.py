@@ -18,6 +18,7 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,14 +46,24 @@ def measure(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> R
     return runs[len(runs) // 2]
 
 
-def measure_once(cmd: list[str], env: dict[str, str] | None = None) -> Run:
-    """Run cmd; its wall time, its CPU time with its children's, and the largest process's RSS."""
+def measure_once(
+    cmd: list[str], env: dict[str, str] | None = None, timeout_s: float | None = None
+) -> Run:
+    """Run cmd; its wall time, its CPU time with its children's, and the largest process's RSS.
+    Past `timeout_s` it is stopped (killed) and said, not timed."""
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})}
     )
+    timer = threading.Timer(timeout_s, proc.kill) if timeout_s else None
+    if timer:
+        timer.start()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
+    if timer:
+        timer.cancel()
+        if wall >= timeout_s:  # type: ignore[operator]
+            raise SystemExit(f"stopped after {timeout_s / 60:g} minutes")
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(
             f"failed: {' '.join(cmd)}\n{proc.stderr.read().decode() if proc.stderr else ''}"

@@ -85,12 +85,17 @@ def tracelens_cmd(python: Path, path: Path) -> list[str]:
     return [str(python), "-c", code, str(path)]
 
 
+PEER_TIMEOUT_S = 300  # a peer still reading a trace after this is stopped, and said to be
+
+
 def peer_runs(cmd: list[str], repeat: int) -> list[Run] | str:
     """`repeat` runs of a peer's command, or why it failed on this trace (one line)."""
     try:
-        return [measure_once(cmd) for _ in range(repeat)]
+        return [measure_once(cmd, timeout_s=PEER_TIMEOUT_S) for _ in range(repeat)]
     except SystemExit as e:
         lines = [line for line in str(e).splitlines() if line.strip()]
+        if lines and lines[0].startswith("stopped after"):
+            return lines[0]
         return f"failed: {lines[-1][:160] if lines else 'no message'}"
 
 

@@ -270,15 +270,15 @@ def _merged(pieces: pl.DataFrame) -> pl.DataFrame:
         & pl.col("collective").eq_missing(pl.col("collective").shift())
         & (pl.col("start_ns") == pl.col("end_ns").shift())
     )
+    # Runs lie side by side once sorted: each run's first piece, its last's end, its work.
+    heads = np.flatnonzero(pieces.select(~same.fill_null(False)).to_series().to_numpy())
+    if heads.size == 0:
+        return pieces.select(list(SEGMENTS_SCHEMA)).cast(SEGMENTS_SCHEMA)  # type: ignore[arg-type]
+    lasts = np.append(heads[1:], pieces.height) - 1
+    work = np.add.reduceat(pieces["work"].to_numpy(), heads)
     return (
-        pieces.with_columns(run=(~same.fill_null(False)).cum_sum())
-        .group_by("run", maintain_order=True)
-        .agg(
-            pl.col("step", "rank", "category", "collective").first(),
-            pl.col("start_ns").first(),
-            pl.col("end_ns").last(),
-            pl.col("work").sum(),
-        )
+        pieces[heads]
+        .with_columns(end_ns=pieces["end_ns"].gather(lasts), work=pl.Series(work))
         .select(list(SEGMENTS_SCHEMA))
         .cast(SEGMENTS_SCHEMA)  # type: ignore[arg-type]
     )
