@@ -212,9 +212,9 @@ def _pieces(
     collective = rows["collective"].gather(node)
 
     def frame(mask, category, lo, hi, work, named):  # type: ignore[no-untyped-def]
+        named_as = _gap_names(category[mask]) if isinstance(category, np.ndarray) else category
         return pl.DataFrame({
-            "step": step[mask], "rank": rank[mask],
-            "category": category[mask] if isinstance(category, np.ndarray) else category,
+            "step": step[mask], "rank": rank[mask], "category": named_as,
             "start_ns": lo[mask], "end_ns": hi[mask], "work": work,
             "collective": collective.filter(pl.Series(mask)) if named else None,
         }, schema=SEGMENTS_SCHEMA)  # fmt: skip
@@ -235,9 +235,18 @@ def _pieces(
 
 
 def _gap_kind(after_launch: np.ndarray, since: np.ndarray) -> np.ndarray:
-    """A gap on the path before a piece of work: `host launch` where that work (GPU work) was
-    launched after the gap began — the device waited for the host to issue it — else `idle`."""
-    return np.where((after_launch != NO_LAUNCH) & (after_launch > since), "host launch", "idle")
+    """A gap on the path before a piece of work: `host launch` (True) where that work (GPU work)
+    was launched after the gap began — the device waited for the host to issue it — else `idle`
+    (False)."""
+    return (after_launch != NO_LAUNCH) & (after_launch > since)  # type: ignore[no-any-return]
+
+
+def _gap_names(host_launch: np.ndarray) -> pl.Series:
+    """_gap_kind's answers as the categories' names (made by polars: a numpy array of strings
+    costs more to hand over than it does to make)."""
+    return pl.select(
+        pl.when(pl.Series(host_launch)).then(pl.lit("host launch")).otherwise(pl.lit("idle"))
+    ).to_series()
 
 
 def _leads(
@@ -252,17 +261,18 @@ def _leads(
     to[has] = col["entry_time"][earliest]
     on = spans["first_rank"].to_numpy().astype(np.int32)
     on[has] = col["rank"][col["via"][earliest]]
-    kind = np.full(begins.size, "idle", dtype=object)
-    kind[has] = _gap_kind(col["entry_launch"][earliest], begins[has])
+    host_launch = np.zeros(begins.size, dtype=bool)  # else idle
+    host_launch[has] = _gap_kind(col["entry_launch"][earliest], begins[has])
     return pl.DataFrame({
-        "step": spans["step"].to_numpy(), "rank": on, "category": kind.astype(str),
+        "step": spans["step"].to_numpy(), "rank": on, "category": _gap_names(host_launch),
         "start_ns": begins, "end_ns": to, "work": 0, "collective": None,
     }, schema=SEGMENTS_SCHEMA)  # fmt: skip
 
 
 def _merged(pieces: pl.DataFrame) -> pl.DataFrame:
     """In time order, touching pieces of one rank, category and collective made one."""
-    pieces = pieces.sort("step", "start_ns")
+    # Ordered by numpy and gathered once (a third of what polars' sort of the frame costs).
+    pieces = pieces[np.lexsort((pieces["start_ns"].to_numpy(), pieces["step"].to_numpy()))]
     same = (
         (pl.col("step") == pl.col("step").shift())
         & (pl.col("rank") == pl.col("rank").shift())
