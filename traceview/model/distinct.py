@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
 import polars as pl
 
 
@@ -20,25 +19,22 @@ def per_distinct(
 ) -> pl.DataFrame:
     """`frame` with the columns `outputs` added: fn(*inputs) of each row, in that order, called
     once per distinct combination of the inputs (nulls included). Each row finds its answer by
-    its combination's first row (gathered, not joined: a join on the inputs would copy the whole
-    frame, every column, for a Gloo trace's million calls; and three queries whatever the rows,
-    for a small trace's sake)."""
-    first = (  # each row's combination, by the first row that has it
-        frame.lazy()
-        .select(inputs)
-        .with_row_index("_row")
-        .select(pl.col("_row").first().over(inputs))
-        .collect()["_row"]
-        .to_numpy()
-    )
-    heads = np.flatnonzero(first == np.arange(frame.height))  # first rows, in order
-    results = [fn(*row) for row in frame.select(inputs)[heads].iter_rows()]
+    its combination's number, joined on the inputs alone and gathered: joining the answers to
+    the frame would copy every column of it (a Gloo trace's million calls)."""
+    keys = frame.select(inputs)
+    distinct = keys.unique(maintain_order=True)
+    results = [fn(*row) for row in distinct.iter_rows()]
     answers = pl.DataFrame(
         [
             pl.Series(name, [r[i] for r in results], dtype=dtype)
             for i, (name, dtype) in enumerate(outputs.items())
         ]
     )
-    number = np.empty(frame.height, dtype=np.int64)
-    number[heads] = np.arange(heads.size)
-    return frame.hstack(answers[number[first]].get_columns())
+    number = keys.join(
+        distinct.with_row_index("_number"),
+        on=list(inputs),
+        how="left",
+        nulls_equal=True,
+        maintain_order="left",
+    )["_number"]
+    return frame.hstack(answers[number].get_columns())
