@@ -1,7 +1,8 @@
 """The front door: paths → runs → jobs → ranks. The CLI, the dashboard and Python users all
 load through here; nothing below it reads a file but the parser."""
 
-from traceview.loader.job import Job, Runs, load, load_runs
+from traceview.loader.front_door import load, load_runs
+from traceview.loader.job import Job, Runs
 from traceview.loader.listing import RunSummary, summarize
 from traceview.loader.parallel import Failure
 from traceview.loader.rank import analyze_trace

@@ -1,0 +1,117 @@
+"""The front door: paths (traces, run folders, sweeps, stores, folders of them) -> Runs of Jobs,
+each rank parsed once, in parallel, or read from its store partition."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from traceview.analysis.rank import RankReport
+from traceview.errors import Note, TraceviewError
+from traceview.inputs import ProgressFn
+from traceview.loader.gather import gathered, said_missing
+from traceview.loader.job import Job, Runs
+from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many, not_finished
+from traceview.loader.sources import RunSource, check_one_job, find_runs
+from traceview.loader.stored import read_partitions
+from traceview.parse.run_record import incomplete_run
+from traceview.store.completeness import stored_incomplete
+
+
+def load_runs(
+    paths: Sequence[str | Path],
+    *,
+    comm_pattern: str | None = None,
+    keep_intervals: bool | int = False,
+    max_event_bytes: int | None = None,
+    max_memory_bytes: int | None = None,
+    link_gbps: float | None = None,
+    jobs: int | None = None,
+    within: Path | None = None,
+    job: str | None = None,
+    on_done: DoneFn | None = None,
+    progress: ProgressFn | None = None,
+    before: Callable[[list[RunSource]], None] | None = None,
+) -> Runs:
+    """Every run the paths name (traces, run folders, sweeps, stores, folders of them), each
+    rank parsed once, in parallel (`jobs` processes; default: one per core), or read from its
+    store partition. `within`: read nothing outside this folder. `job`: only the runs of that
+    name. `before(sources)` is called once they are known (to refuse an output file that is one
+    of them, or say what is coming). `link_gbps`: the peak per direction of the link the
+    collectives ran on, where the traces cannot tell (docs/metrics.md "Against the link's
+    peak")."""
+    sources = find_runs(paths, within=within, job=job)
+    if before is not None:
+        before(sources)
+    files = [f for s in sources if not s.stored for f in s.files]
+    options = Options(
+        comm_pattern=comm_pattern,
+        keep_intervals=keep_intervals,
+        max_memory_bytes=max_memory_bytes,
+        link_gbps=link_gbps,
+    )
+    if max_event_bytes is not None:
+        options = replace(options, max_event_bytes=max_event_bytes)
+    outcomes = dict(
+        zip(
+            files,
+            analyze_many(files, options=options, jobs=jobs, on_done=on_done, progress=progress),
+            strict=True,
+        )
+    )
+    partitions = [f for s in sources if s.stored for f in s.files]
+    outcomes |= zip(partitions, read_partitions(partitions, options, on_done), strict=True)
+    loaded, failures, skipped = [], [], []
+    for source in sources:
+        if source.folder is not None and source.unfinished is not None:
+            failures.append(not_finished(source.folder, source.unfinished))
+            continue
+        reports = [o for f in source.files if isinstance(o := outcomes[f], RankReport)]
+        for f in source.files:
+            if isinstance(o := outcomes[f], Failure):
+                if o.not_a_trace and source.folder is not None:
+                    skipped.append(f)
+                else:
+                    failures.append(o)
+        if source.folder is not None:
+            check_one_job(source.folder, reports)
+            why = (
+                stored_incomplete(source.folder, source.files)
+                if source.stored
+                else incomplete_run(source.folder)
+            )
+            if why:
+                # said on every rank it concerns
+                note = Note(message=why, severity="lossy")
+                reports = [replace(r, notes=(*r.notes, note)) for r in reports]
+                if not reports:
+                    failures.append(Failure(source.folder, f"{source.folder}: {why}"))
+        if reports:
+            mine = tuple(o for f in source.files if isinstance(o := outcomes[f], Failure))
+            read_from = tuple(f for f in source.files if isinstance(outcomes[f], RankReport))
+            loaded.append(
+                Job(
+                    folder=source.folder,
+                    ranks=tuple(reports),
+                    failures=mine,
+                    rank_files=read_from,
+                    stored=source.stored,
+                    options=options,
+                )
+            )
+    found = tuple(said_missing(job) for job in gathered(loaded))
+    return Runs(jobs=found, failures=tuple(failures), skipped=tuple(skipped))
+
+
+def load(path: str | Path, **options: object) -> Job:
+    """One run: a trace, or a folder of one job's rank traces (options as for load_runs).
+    Raises TraceviewError when nothing could be read or the path holds several runs."""
+    runs = load_runs([path], **options)  # type: ignore[arg-type]
+    if not runs.jobs:
+        raise TraceviewError(runs.failures[-1].message if runs.failures else f"{path}: no traces")
+    if len(runs.jobs) > 1:
+        raise TraceviewError(
+            f"{path}: holds {len(runs.jobs)} runs; load them with traceview.load_runs"
+        )
+    return runs.jobs[0]
