@@ -41,6 +41,10 @@ _NO_COLLECTIVE = {
 }
 
 
+# What the CPU-only model reads of each event: its thread and time (model_rows keeps only these).
+CPU_MODEL_COLUMNS = ("row", "ts_ns", "end_ns", "name", "cat", "pid", "tid")
+
+
 def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
     # The events are millions of rows: each part is taken from them by one filter, never by
     # copying them whole (the training threads' rows are a mask, not a table).
@@ -51,7 +55,7 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     # a training thread whose other work is compute.
     custom = (cpu & named(events, comm_pattern) & ~gloo) if comm_pattern else pl.lit(False)
     is_comm = gloo | custom
-    columns = ["row", "pid", "tid", "name", "cat", "ts_ns", "end_ns"]
+    columns = list(CPU_MODEL_COLUMNS)
     gloo_rows, custom_rows = _rows(events, gloo, columns), _rows(events, custom, columns)
     training = cpu & ~_on_threads(_comm_threads(trace, gloo_rows))
     waiting = named(events, WAIT_OP) | named(events, COMM_CALL)

@@ -8,7 +8,7 @@ from typing import Literal
 import polars as pl
 
 from traceview.errors import Note
-from traceview.model.cpu import cpu_intervals
+from traceview.model.cpu import CPU_MODEL_COLUMNS, cpu_intervals
 from traceview.model.gpu import (
     DEVICE_CATS,
     gpu_intervals,
@@ -67,17 +67,13 @@ def model_rows(trace: Trace) -> Trace:
     return replace(trace, events=events.filter(device | launches | context | unread))
 
 
-# What a CPU-only trace's model reads of its events (the others tie CPU work to GPU work).
-_CPU_MODEL_COLUMNS = ("row", "ts_ns", "end_ns", "name", "cat", "pid", "tid")
-
-
 def _cpu_model_rows(events: pl.DataFrame) -> pl.DataFrame:
     # Runtime calls say GPU work was launched unrecorded, accelerator events are noted, and the
     # wrappers' spans are looked for under any category.
     read = pl.col("cat").is_in(["cpu_op", "user_annotation", "runtime", "accelerator"]) | named(
         events, "|".join(WRAPPER_SPANS.values())
     )
-    events = events.select(_CPU_MODEL_COLUMNS)
+    events = events.select(CPU_MODEL_COLUMNS)  # the others tie CPU work to GPU work
     unread = events.height - int(events.select(read.sum()).item())
     return events.filter(read) if unread > events.height // 8 else events  # a copy pays then
 

@@ -123,7 +123,10 @@ def write_partition(
 ) -> None:
     """Into `folder` (made here, not yet in place): the report needs its intervals."""
     if report.intervals is None or report.work is None:
-        raise ValueError("a partition needs the report's intervals (keep_intervals=True)")
+        raise ValueError(
+            "a partition needs the report's intervals (keep_intervals=True) and its work, as "
+            "the analysis of a trace gives them"
+        )
     summary = RankSummary(
         **{  # type: ignore[operator]
             f: getattr(report, f) for f in RankSummary.__struct_fields__
