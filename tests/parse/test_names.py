@@ -27,3 +27,22 @@ def test_names_held_as_strings_match_too():
     frame = pl.DataFrame({"name": ["aten::mm", "nccl:broadcast", None]})
     assert _matching(frame, r"broadcast$") == ["nccl:broadcast"]
     assert _matching(frame, r"^nccl:all") == []
+
+
+def test_names_that_became_categories_after_a_pattern_was_asked_match_it_too():
+    # The answer for a pattern is kept, and only categories added since are matched: a later
+    # frame's new names must match, and the earlier ones still.
+    first = pl.DataFrame(
+        {"name": ["ncclKernel_First", "aten::mm"]}, schema={"name": pl.Categorical()}
+    )
+    assert _matching(first, r"^ncclKernel_") == ["ncclKernel_First"]
+    later = pl.DataFrame(
+        {"name": ["aten::add", "ncclKernel_Later", "ncclKernel_First", "ncclKernel_Later"]},
+        schema={"name": pl.Categorical()},
+    )
+    assert _matching(later, r"^ncclKernel_") == [
+        "ncclKernel_Later",
+        "ncclKernel_First",
+        "ncclKernel_Later",
+    ]
+    assert _matching(first, r"^ncclKernel_") == ["ncclKernel_First"]

@@ -12,7 +12,8 @@ from traceview.algebra import IntervalSet, covered_length, difference, intersect
 
 def kind_set(intervals: pl.DataFrame, kind: str) -> IntervalSet:
     """The union of the intervals of one kind ("compute", "comm", "memory")."""
-    rows = intervals.filter(pl.col("kind") == kind)
+    # Lazily, so that only the two columns read are filtered (the intervals are wide).
+    rows = intervals.lazy().filter(pl.col("kind") == kind).select("ts_ns", "end_ns").collect()
     return union(rows["ts_ns"].to_numpy(), rows["end_ns"].to_numpy())
 
 

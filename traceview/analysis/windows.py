@@ -55,7 +55,14 @@ def _own_window(rows: pl.DataFrame, timeline: Timeline) -> Breakdown | None:
 
 
 def _work(timeline: Timeline) -> pl.DataFrame:
-    return timeline.intervals.filter(pl.col("kind") != "other")
+    """The intervals of work, with only the columns the breakdowns read (the intervals are
+    wide: filtering them all would copy every column)."""
+    return (
+        timeline.intervals.lazy()
+        .filter(pl.col("kind") != "other")
+        .select("kind", "name", "ts_ns", "end_ns", "launch_ns", "step")
+        .collect()
+    )
 
 
 def total_breakdown(timeline: Timeline) -> Breakdown | None:

@@ -26,7 +26,12 @@ def timeline_notes(
         )
     if spans.height == 0:
         yield Note(message="no ProfilerStep spans: only whole-trace totals are reported")
-    work = intervals.filter(pl.col("kind") != "other")
+    work = (  # only the columns read below: the intervals are wide
+        intervals.lazy()
+        .filter(pl.col("kind") != "other")
+        .select("kind", "name", "launch_ns", "step")
+        .collect()
+    )
     if mode == "gpu" and work.height and work["launch_ns"].null_count() == work.height:
         yield Note(
             message="no kernel's launch is recorded (no runtime events with correlation ids): "

@@ -133,29 +133,36 @@ def named(frame: pl.DataFrame, pattern: str, column: str = "name") -> pl.Expr:
     return pl.col(column).is_in(hits.implode()) if hits.len() else pl.lit(False)
 
 
-# (pattern, how many categories there were) -> the categories it matched. Categories are only
-# ever added, so the answer holds until there are more; a trace of many steps (a name each)
-# has hundreds of thousands, and a model asks of a dozen patterns.
-_HITS: dict[tuple[str, str, str, int], pl.Series] = {}
+# (pattern, categories) -> how many categories were matched, and those that matched.
+# Categories are only ever added, never renamed: when there are more, only the new ones are
+# matched. A trace of many steps (a name each) has hundreds of thousands, a worker that reads
+# many traces keeps adding some, and a model asks of a dozen patterns.
+_HITS: dict[tuple[str, str, str], tuple[int, pl.Series]] = {}
 
 
 def _category_hits(dtype: pl.Categorical, pattern: str) -> pl.Series:
     categories = dtype.categories
     known = categories._categories.num_cats_upper_bound()
-    key = (pattern, categories.name(), categories.namespace(), known)
-    if key not in _HITS:
-        if len(_HITS) > 256:  # older counts' answers: no longer asked for
+    key = (pattern, categories.name(), categories.namespace())
+    matched, hits = _HITS.get(key, (0, None))
+    if hits is None or matched != known:
+        if len(_HITS) > 256:  # patterns made from a trace's own op names: no longer asked for
             _HITS.clear()
-        _HITS[key] = _matching(_all_categories(dtype, known), pattern)
-    return _HITS[key]
+        names, start = _categories_from(dtype, matched, known)
+        new = _matching(names, pattern)
+        hits = new if hits is None or start == 0 else pl.concat([hits, new])
+        _HITS[key] = (known, hits)
+    return hits
 
 
-def _all_categories(dtype: pl.Categorical, known: int) -> pl.Series:
-    """Every category, made from their ids (polars' own to_series walks them in Python)."""
+def _categories_from(dtype: pl.Categorical, start: int, known: int) -> tuple[pl.Series, int]:
+    """The categories with ids start..known, made from their ids (polars' own to_series walks
+    them all in Python), and the id they start at; where that cannot be done (an id reserved
+    but not yet given a name), every category, from 0."""
     try:
-        return pl.arange(0, known, dtype=pl.UInt32, eager=True).cat.to(dtype)
-    except pl.exceptions.ComputeError:  # an id reserved but not yet given a name
-        return dtype.categories.to_series().cast(dtype)
+        return pl.arange(start, known, dtype=pl.UInt32, eager=True).cat.to(dtype), start
+    except pl.exceptions.ComputeError:
+        return dtype.categories.to_series().cast(dtype), 0
 
 
 def _matching(names: pl.Series, pattern: str) -> pl.Series:
