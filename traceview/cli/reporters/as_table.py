@@ -4,9 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from pathlib import Path
 
-from traceview.cli.reporters.common import BREAKDOWN, PARTIAL, aligned, rank_rows
+from traceview.cli.reporters.common import (
+    BREAKDOWN,
+    PARTIAL,
+    aligned,
+    aligned_columns,
+    rank_rows,
+)
 from traceview.cli.reporters.cross_rank_lines import desync_lines, skew_lines, straggler_lines
 from traceview.cli.reporters.diff_lines import diff_table
 from traceview.cli.reporters.link_lines import link_lines
@@ -111,7 +118,7 @@ def _rank_table(r: d.Rank) -> str:
     ]
     rows = rank_rows(r, "before first step", PARTIAL)
     if rows:
-        lines += aligned([list(_STEP_HEAD)] + [[name, *_cells(b)] for name, b in rows])
+        lines += aligned_columns(_STEP_HEAD, _step_columns(rows))
     for c in r.collectives:
         size = "size unknown" if c.bytes is None else f"{c.bytes / 1e6:,.1f} MB"
         if c.bytes is not None and c.bytes_known < c.count:
@@ -123,11 +130,20 @@ def _rank_table(r: d.Rank) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cells(b: d.Breakdown) -> list[str]:
-    times = [getattr(b, f) for f in BREAKDOWN[:-1]]
-    cells = ["unknown" if v is None else f"{v / 1e3:,.3f}" for v in times]
-    cells.append("-" if b.overlap_pct is None else f"{b.overlap_pct:.1f}")
-    return cells
+def _step_columns(rows: list[tuple[str, d.Breakdown]]) -> list[list[str]]:
+    """The step table's cells, a column at a time: a CPU trace can have 100,000s of steps."""
+    breakdowns = [b for _, b in rows]
+    columns = [[name for name, _ in rows]]
+    for field in BREAKDOWN[:-1]:
+        columns.append(
+            [
+                "unknown" if v is None else f"{v / 1e3:,.3f}"
+                for v in map(attrgetter(field), breakdowns)
+            ]
+        )
+    pct = [b.overlap_pct for b in breakdowns]
+    columns.append(["-" if v is None else f"{v:.1f}" for v in pct])
+    return columns
 
 
 # -- collectives ---------------------------------------------------------------------------

@@ -31,6 +31,16 @@ def caveats(r: d.Rank) -> str:
     )
 
 
+def aligned_columns(head: Sequence[str], columns: Sequence[list[str]]) -> list[str]:
+    """`aligned` for a table given a column at a time under its heading (every column
+    right-aligned), made column by column: a table of 100,000s of rows."""
+    justified = []
+    for name, cells in zip(head, columns, strict=True):
+        width = max(len(name), max(map(len, cells), default=0))
+        justified.append([name.rjust(width), *(c.rjust(width) for c in cells)])
+    return ["  " + "  ".join(row) for row in zip(*justified, strict=True)]
+
+
 def aligned(
     rows: Sequence[Sequence[str]],
     indent: str = "  ",
