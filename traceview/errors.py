@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 # Exit codes shared by every command (docs/errors.md): 0 clean, 1 results
 # written but some input was lost or skipped (see the notes), 2 bad input or usage, 3 an internal
@@ -58,8 +59,7 @@ def unreadable(path: object, error: OSError) -> TraceviewError:
     return TraceviewError(f"{path}: cannot read ({error.strerror or error})")
 
 
-@dataclass(frozen=True, kw_only=True)
-class Note:
+class Note(msgspec.Struct, frozen=True, kw_only=True):
     """Something the reader of a result must know. `lossy`: input was dropped; `caveat`: a
     figure in the result may mislead (every output format carries these)."""
 

@@ -4,8 +4,9 @@ and how the harness builds it. The harness (instrumented_train), the ZeRO theory
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 Precision = Literal["fp32", "mixed"]
 # What a strategy exchanges per step: (collective, message size in Ψ elements) per kind of call
@@ -23,8 +24,7 @@ PRECISION_OF_RUN: dict[str, Precision] = {"fp32": "fp32", "bf16": "mixed"}
 STATE_BYTES: dict[Precision, tuple[int, int, int]] = {"fp32": (4, 4, 8), "mixed": (2, 2, 12)}
 
 
-@dataclass(frozen=True)
-class Strategy:
+class Strategy(msgspec.Struct, frozen=True):
     name: str  # as runs and run records spell it
     title: str
     torch_feature: str  # what the harness builds it with

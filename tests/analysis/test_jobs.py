@@ -1,8 +1,8 @@
 """Across ranks and runs, on hand-built traces whose answers are computed by hand (µs)."""
 
 import json
-from dataclasses import replace
 
+import msgspec
 import pytest
 
 import traceview
@@ -208,7 +208,7 @@ def test_alpha_beta_fit_recovers_latency_and_bandwidth():
     assert fit.median_bytes == 6e6  # of 1, 2, 4, 8, 16, 32 MB
     assert "the median is 6.0 MB: larger buckets would only start" in fit.advice
     assert fit.size_clusters == 6
-    assert "larger buckets would help" in replace(fit, median_bytes=1e6).advice
+    assert "larger buckets would help" in msgspec.structs.replace(fit, median_bytes=1e6).advice
 
 
 def fit_of(sizes: list[float], durations: list[float], **context):

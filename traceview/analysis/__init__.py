@@ -1,5 +1,5 @@
-"""Pure functions from the model to metrics: tables in, tables and dataclasses out. No file is
-read here (traceview/loader does that) and nothing is printed."""
+"""Pure functions from the model to metrics: tables in, tables and records (msgspec structs)
+out. No file is read here (traceview/loader does that) and nothing is printed."""
 
 from traceview.analysis.breakdown import Breakdown, breakdown
 from traceview.analysis.call_totals import CollectiveSummary, collective_summaries

@@ -3,8 +3,7 @@ communication runs on after the backward pass's compute has ended."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import polars as pl
 
 from traceview.model import Timeline
@@ -61,8 +60,7 @@ def _with_buckets(calls: pl.DataFrame, numbered: pl.DataFrame) -> pl.DataFrame:
     return calls.join(numbered.select("rank", "index", "bucket"), on=["rank", "index"], how="left")
 
 
-@dataclass(frozen=True, kw_only=True)
-class BackwardTail:
+class BackwardTail(msgspec.Struct, frozen=True, kw_only=True):
     """From the end of the step's backward compute to the end of its last gradient collective."""
 
     step: int

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import polars as pl
 
 
-@dataclass(frozen=True, kw_only=True)
-class CollectiveSummary:
+class CollectiveSummary(msgspec.Struct, frozen=True, kw_only=True):
     collective: str  # all_reduce, all_gather, ...; "unknown" when the trace does not say
     count: int
     total_ns: int  # sum of durations (concurrent collectives each count)

@@ -7,9 +7,9 @@ to (rank, category); the parts sum to it. Definitions: docs/metrics.md "Critical
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+import msgspec
 import polars as pl
 
 from traceview.analysis.path_walk import KINDS, SEGMENTS_SCHEMA, walk
@@ -29,15 +29,16 @@ READ_AT_ONCE = 8
 STEPS_SCHEMA = {"step": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "crossings": pl.Int64}
 
 
-@dataclass(frozen=True, kw_only=True)
-class CriticalPath:
+class CriticalPath(msgspec.Struct, frozen=True, kw_only=True):
     """Per step its window on the aligned clock (`steps`: step, start_ns — the first rank's
     start —, end_ns — the last rank's end —, crossings: times the path moved to another rank)
     and the path's `segments` (step, rank, category, start_ns, end_ns, work, collective), in
     time order: a step's segments tile its window. None where `reason` says why not."""
 
-    steps: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=STEPS_SCHEMA))
-    segments: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SEGMENTS_SCHEMA))
+    steps: pl.DataFrame = msgspec.field(default_factory=lambda: pl.DataFrame(schema=STEPS_SCHEMA))
+    segments: pl.DataFrame = msgspec.field(
+        default_factory=lambda: pl.DataFrame(schema=SEGMENTS_SCHEMA)
+    )
     reason: str | None = None  # why there is none; or which steps were left out, and why
     left_out: int = 0  # steps not on every rank, or cut short
 

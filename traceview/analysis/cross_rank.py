@@ -5,8 +5,7 @@ with the reason, and gets no offsets, wait, transfer or straggler."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import polars as pl
 
 from traceview.analysis.matching import (
@@ -20,8 +19,7 @@ from traceview.analysis.matching import (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class RankAlignment:
+class RankAlignment(msgspec.Struct, frozen=True, kw_only=True):
     rank: int
     offset_ns: float  # subtract from this rank's times to put them on the reference clock
     residual_ns: float  # median |end - offset - reference end| over kept matches
@@ -30,8 +28,7 @@ class RankAlignment:
     last_arrivals: int  # matched collectives this rank arrived at last
 
 
-@dataclass(frozen=True, kw_only=True)
-class StepSkew:
+class StepSkew(msgspec.Struct, frozen=True, kw_only=True):
     step: int
     shortest_ns: int
     longest_ns: int
@@ -42,8 +39,7 @@ class StepSkew:
         return self.longest_ns - self.shortest_ns
 
 
-@dataclass(frozen=True, kw_only=True)
-class CrossRank:
+class CrossRank(msgspec.Struct, frozen=True, kw_only=True):
     reference_rank: int
     aligned: bool  # the matches hold together: offsets, wait/transfer and straggler are given
     reason: str | None  # why not aligned; or, when aligned, what the reader should know

@@ -14,9 +14,9 @@ Point-to-point calls are left out: they need not run on every rank."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
 import polars as pl
 
 from traceview.analysis.matching import UNEVEN
@@ -27,8 +27,7 @@ UNNAMED = "default"  # the group of calls whose trace names none
 Kind = Literal["missing", "mismatch", "stops early"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class DesyncSign:
+class DesyncSign(msgspec.Struct, frozen=True, kw_only=True):
     kind: Kind
     pg: str  # the process group
     rank: int  # the rank that differs from the others
@@ -49,8 +48,7 @@ class DesyncSign:
         return self.kind != "stops early" or self.trace_goes_on is True
 
 
-@dataclass(frozen=True, kw_only=True)
-class Desync:
+class Desync(msgspec.Struct, frozen=True, kw_only=True):
     groups: int  # process groups checked
     calls: int  # their collective calls
     keyed_by: str  # "sequence numbers", "steps", "sequence numbers and steps", or "-"

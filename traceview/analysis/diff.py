@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Container
-from dataclasses import dataclass
 
+import msgspec
 import polars as pl
 
 from traceview.analysis.job import JobReport
@@ -19,8 +19,7 @@ from traceview.analysis.job import JobReport
 TOP_KERNELS = 10  # the kernels (or CPU ops) whose time changed most
 
 
-@dataclass(frozen=True, kw_only=True)
-class Change:
+class Change(msgspec.Struct, frozen=True, kw_only=True):
     what: str
     before: float  # run A: the mean per rank and step (ms, or calls, or MB)
     after: float  # run B
@@ -39,8 +38,7 @@ class Change:
         return None if self.noise is None else abs(self.change) <= self.noise
 
 
-@dataclass(frozen=True, kw_only=True)
-class CallsChange:
+class CallsChange(msgspec.Struct, frozen=True, kw_only=True):
     """One collective type, or one bucket / FSDP module, per rank and step."""
 
     name: str
@@ -50,8 +48,7 @@ class CallsChange:
     exposed_ms: Change  # its share of the exposed communication (concurrent calls once)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Diff:
+class Diff(msgspec.Struct, frozen=True, kw_only=True):
     before: str  # run A's name
     after: str
     rank_steps: tuple[int, int]  # the rank-steps each mean is over

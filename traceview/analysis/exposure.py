@@ -3,13 +3,11 @@ exposed first — which buckets (or FSDP modules) to fix first."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import polars as pl
 
 
-@dataclass(frozen=True, kw_only=True)
-class ExposedCall:
+class ExposedCall(msgspec.Struct, frozen=True, kw_only=True):
     index: int  # the call's index on its rank
     collective: str | None
     label: str | None  # "bucket 3", "blocks.2", or null
@@ -26,8 +24,7 @@ class ExposedCall:
         return self.label if self.label.startswith("bucket ") else f"{collective} {self.label}"
 
 
-@dataclass(frozen=True, kw_only=True)
-class StepExposure:
+class StepExposure(msgspec.Struct, frozen=True, kw_only=True):
     rank: int | None
     step: int | None
     exposed_ns: int  # the union of the calls' exposed time (their shares summed)

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 if TYPE_CHECKING:
     from traceview.analysis.job import JobReport
 
 
-@dataclass(frozen=True, kw_only=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True, kw_only=True):
     # backward_tail, small_buckets, unhidden_gathers, desync, straggler, rotating_stragglers,
     # slow_link, gpu_idle, noisy_steps, memory_fit
     rule: str
     job: str
     what: str  # what the numbers show
     action: str  # what to do about it
-    numbers: dict[str, float | int | str] = field(default_factory=dict)
+    numbers: dict[str, float | int | str] = msgspec.field(default_factory=dict)
 
     @property
     def text(self) -> str:

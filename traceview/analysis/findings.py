@@ -4,8 +4,7 @@ rank) stays silent rather than guess."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+import msgspec
 import polars as pl
 
 from traceview.analysis.buckets import GRADIENT_COLLECTIVES
@@ -364,13 +363,13 @@ def job_findings(job: JobReport, name: str) -> list[Finding]:
         if f is None:
             continue
         if of.source == "inferred" and of.name and f.rule in _BY_STRATEGY:
-            f = replace(
+            f = msgspec.structs.replace(
                 f,
                 what=f"{f.what} ({of.name} inferred from the traces)",
                 numbers={**f.numbers, "strategy": of.name, "strategy_source": of.source},
             )
         if traced < world:
-            f = replace(
+            f = msgspec.structs.replace(
                 f,
                 what=f"{f.what} (from {traced} of {world} ranks)",
                 numbers={**f.numbers, "ranks_traced": traced, "world_size": world},

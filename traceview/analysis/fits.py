@@ -8,8 +8,7 @@ a collective that takes under 1 % of the step; a bandwidth only where the fit is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
+import msgspec
 import numpy as np
 import polars as pl
 
@@ -24,8 +23,7 @@ HIGH_R2 = 0.9
 MIN_STEP_SHARE = 0.01  # a collective under this share of the step time is not worth resizing
 
 
-@dataclass(frozen=True, kw_only=True)
-class AlphaBetaFit:
+class AlphaBetaFit(msgspec.Struct, frozen=True, kw_only=True):
     """duration = α + bytes / bandwidth, least squares over one collective type's calls."""
 
     collective: str
@@ -135,15 +133,19 @@ def fit_alpha_beta(
         step_share=step_share,
     )
     if distinct < 2:
-        return replace(empty, why=f"{distinct} distinct message size(s); a fit needs two or more")
+        return msgspec.structs.replace(
+            empty, why=f"{distinct} distinct message size(s); a fit needs two or more"
+        )
     slope, intercept = np.polyfit(x, y, 1)
     residual = y - (intercept + slope * x)
     total = ((y - y.mean()) ** 2).sum()
     r2 = float(1.0 - (residual**2).sum() / total if total > 0 else 0.0)
     if slope <= 0:
-        return replace(empty, r2=r2, why="duration does not grow with size in these calls")
+        return msgspec.structs.replace(
+            empty, r2=r2, why="duration does not grow with size in these calls"
+        )
     if clusters < MIN_CLUSTERS:
-        return replace(
+        return msgspec.structs.replace(
             empty,
             r2=r2,
             why=f"{clusters} size cluster(s) (sizes within 10% counted once): a line through "
@@ -151,13 +153,15 @@ def fit_alpha_beta(
         )
     spread = float(x.max() / max(x.min(), 1.0))
     if r2 < TRUSTED_R2:
-        return replace(empty, r2=r2, why=f"R² {r2:.2f}: durations vary for reasons other than size")
+        return msgspec.structs.replace(
+            empty, r2=r2, why=f"R² {r2:.2f}: durations vary for reasons other than size"
+        )
     high = rows.height >= 6 and spread >= 4 and r2 >= HIGH_R2
     confidence = "high" if high else "medium"
     why = f"{rows.height} calls, {clusters} size clusters over {spread:.0f}×, R² {r2:.2f}"
     alpha_ns = max(float(intercept), 0.0)
     bandwidth = 1.0 / float(slope)  # bytes per ns
-    fitted = replace(
+    fitted = msgspec.structs.replace(
         empty,
         alpha_us=float(intercept) / 1000.0,
         bandwidth_gbps=bandwidth,
@@ -166,11 +170,11 @@ def fit_alpha_beta(
         why=why,
     )
     if alpha_ns <= 0:
-        return replace(fitted, why=f"{why}; no latency left to amortise")
+        return msgspec.structs.replace(fitted, why=f"{why}; no latency left to amortise")
     if step_share is not None and step_share < MIN_STEP_SHARE:
-        return replace(
+        return msgspec.structs.replace(
             fitted,
             why=f"{why}; its calls take {100 * step_share:.2g}% of the step time: not worth "
             "resizing",
         )
-    return replace(fitted, size_for_90pct_bytes=9.0 * alpha_ns * bandwidth)
+    return msgspec.structs.replace(fitted, size_for_90pct_bytes=9.0 * alpha_ns * bandwidth)

@@ -5,8 +5,7 @@ overhead)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 import polars as pl
 
@@ -14,8 +13,7 @@ from traceview.algebra import EMPTY, clip, difference, union
 from traceview.model import Timeline
 
 
-@dataclass(frozen=True, kw_only=True)
-class IdleWhere:
+class IdleWhere(msgspec.Struct, frozen=True, kw_only=True):
     """One GPU step's idle time, by where it sits. The last three sum to the step's `idle`
     (inside its window); the first is before the window."""
 

@@ -5,10 +5,10 @@ is computed when first asked for, so a command that prints per-rank tables pays 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+import msgspec
 import polars as pl
 
 from traceview.analysis.buckets import label_buckets, label_repeated_buckets
@@ -32,8 +32,7 @@ BANDWIDTH_ON_DURATION = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class JobReport:
+class JobReport(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     folder: Path | None  # None for a single trace given on its own
     ranks: tuple[RankReport, ...]
     run: RunRecord | None

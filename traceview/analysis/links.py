@@ -7,8 +7,8 @@ also covers links across nodes, whose speed no trace records."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import polars as pl
 
 # GPU name → the link between GPUs of one node and its peak per direction (GB/s, 1e9 bytes/s):
@@ -24,8 +24,7 @@ GPU_LINKS: tuple[tuple[str, str, float, str], ...] = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class Link:
+class Link(msgspec.Struct, frozen=True, kw_only=True):
     name: str  # "NVLink 3", or "given" (--link-gbps)
     gbps: float  # its peak per direction
     scope: str  # "within a node", "as given"

@@ -4,8 +4,7 @@ they hold together (docs/commands/ranks.md)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import numpy as np
 import polars as pl
 
@@ -123,8 +122,7 @@ def _offsets(matched: pl.DataFrame, ranks: list[int], shared_clock: bool) -> dic
     return out
 
 
-@dataclass(frozen=True)
-class Judged:
+class Judged(msgspec.Struct, frozen=True):
     calls: pl.DataFrame  # matched calls on aligned clocks, + `holds` per match (null: not judged)
     offsets: dict[int, float]
     judged: int  # symmetric matches, the ones that can be checked

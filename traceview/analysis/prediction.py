@@ -7,15 +7,14 @@ much of it stays hidden as at the reference run, the rest adds to the step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from traceview.analysis.job import JobReport
 from traceview.analysis.scaling import step_times, threads_per_rank
 from traceview.analysis.whatif import calibrate
 
 
-@dataclass(frozen=True, kw_only=True)
-class Prediction:
+class Prediction(msgspec.Struct, frozen=True, kw_only=True):
     strategy: str
     dp: int
     step_seconds: float
@@ -43,16 +42,14 @@ def predict(reference: JobReport, base: JobReport, degrees: list[int]) -> list[P
     return out
 
 
-@dataclass(frozen=True, kw_only=True)
-class Withheld:
+class Withheld(msgspec.Struct, frozen=True, kw_only=True):
     """A strategy with runs to predict from but no prediction, and why."""
 
     strategy: str
     why: str
 
 
-@dataclass(frozen=True)
-class _Basis:
+class _Basis(msgspec.Struct, frozen=True):
     strategy: str
     base: JobReport  # its DP-1 run
     reference: JobReport  # its largest run
@@ -110,8 +107,7 @@ def withheld_predictions(jobs: list[JobReport]) -> list[Withheld]:
     return [Withheld(strategy=b.strategy, why=b.why_not) for b in _bases(jobs) if b.why_not]
 
 
-@dataclass(frozen=True, kw_only=True)
-class CheckedPrediction:
+class CheckedPrediction(msgspec.Struct, frozen=True, kw_only=True):
     """A measured run beside what the model predicts for it from a smaller run of the same
     strategy (docs/metrics.md "Predictions checked")."""
 

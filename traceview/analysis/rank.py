@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -30,8 +29,7 @@ from traceview.parse.run_record import TraceRun
 _EPOCH_2001_NS = 10**18  # trace clocks past this are already Unix time in ns
 
 
-@dataclass(frozen=True, kw_only=True)
-class RankReport:
+class RankReport(msgspec.Struct, frozen=True, kw_only=True):
     trace: Path
     host: str | None  # where the trace was recorded, when it says
     rank: int | None

@@ -5,8 +5,8 @@ caveat wherever a figure is more noise than measurement."""
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, replace
 
+import msgspec
 import polars as pl
 
 from traceview.analysis import theory
@@ -29,8 +29,7 @@ COMM_PER_STEP = (
 MAX_PLAUSIBLE_EFFICIENCY = 1.05
 
 
-@dataclass(frozen=True, kw_only=True)
-class StepTimes:
+class StepTimes(msgspec.Struct, frozen=True, kw_only=True):
     median_s: float
     min_s: float
     max_s: float
@@ -46,8 +45,7 @@ class StepTimes:
         return self.count >= 2 and self.spread > NOISY_SPREAD
 
 
-@dataclass(frozen=True, kw_only=True)
-class ScalingRow:
+class ScalingRow(msgspec.Struct, frozen=True, kw_only=True):
     job: str
     strategy: str  # "unknown" where neither a record, the traces' metadata nor the traces tell
     strategy_source: Source  # "run record", "trace metadata", "inferred" or "unknown"
@@ -149,8 +147,7 @@ def _exposed_fraction(job: JobReport) -> float | None:
     return sum(e for e in exposed if e is not None) / window
 
 
-@dataclass(frozen=True, kw_only=True)
-class Exchanged:
+class Exchanged(msgspec.Struct, frozen=True, kw_only=True):
     """Measured communication per rank and step, in Ψ elements; None where unknown."""
 
     volume_psi: float | None
@@ -322,5 +319,5 @@ def _with_efficiency(rows: list[ScalingRow]) -> list[ScalingRow]:
                     f"E(N) {eff:.2f} is above 1: measurement noise, not scaling (rerun both "
                     "on a quiet machine)"
                 )
-        out.append(replace(row, efficiency=eff, caveats=tuple(caveats)))
+        out.append(msgspec.structs.replace(row, efficiency=eff, caveats=tuple(caveats)))
     return sorted(out, key=lambda r: (r.strategy, r.dp or 0))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from traceview.analysis.breakdown import METRICS, Breakdown
 from traceview.analysis.rank import RankReport
@@ -14,8 +15,7 @@ from traceview.analysis.rank import RankReport
 LESS_IS_WORSE = ("overlap", "overlap_pct")
 
 
-@dataclass(frozen=True, kw_only=True)
-class MetricSpread:
+class MetricSpread(msgspec.Struct, frozen=True, kw_only=True):
     metric: str  # one of METRICS (ns), or "overlap_pct"
     ranks: int  # ranks with a value
     min: float | None

@@ -5,9 +5,9 @@ rank: data loading, uneven inputs, host jitter). Definitions: docs/metrics.md "S
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
 import polars as pl
 
 # A step has a straggler when the ranks spend this share of their time in its collectives
@@ -22,8 +22,7 @@ CHANCE = 0.01
 Verdict = Literal["one rank", "rotating", "undecided", "too few steps"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class StepStraggler:
+class StepStraggler(msgspec.Struct, frozen=True, kw_only=True):
     step: int
     collectives: int  # matched collectives of the step
     wait_share: float  # the ranks' wait / their time in the step's collectives
@@ -32,8 +31,7 @@ class StepStraggler:
     caused_ns: int  # the others' wait at those collectives
 
 
-@dataclass(frozen=True, kw_only=True)
-class Recurrence:
+class Recurrence(msgspec.Struct, frozen=True, kw_only=True):
     steps: tuple[StepStraggler, ...]  # every step with matched collectives, in order
     judged: int  # steps with a straggler
     verdict: Verdict

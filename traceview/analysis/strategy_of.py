@@ -6,9 +6,9 @@ backward (DDP) — said as inferred, with what it rests on."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
 import polars as pl
 
 from traceview.analysis.rank import RankReport
@@ -16,8 +16,7 @@ from traceview.analysis.rank import RankReport
 Source = Literal["run record", "trace metadata", "inferred", "unknown"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class StrategyOf:
+class StrategyOf(msgspec.Struct, frozen=True, kw_only=True):
     name: str | None  # as traceview.STRATEGIES names it; None when nothing tells
     source: Source
     evidence: str = ""  # what an inference rests on, in words

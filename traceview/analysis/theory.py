@@ -4,7 +4,7 @@ strategy shards and exchanges is declared in traceview/strategies.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from traceview.analysis.calls import traffic_factor
 from traceview.parse.run_record import RunFlags
@@ -22,8 +22,7 @@ def run_precision(config: RunFlags) -> Precision | None:
     return PRECISION_OF_RUN.get(config.precision)
 
 
-@dataclass(frozen=True, kw_only=True)
-class CommTheory:
+class CommTheory(msgspec.Struct, frozen=True, kw_only=True):
     """What a strategy exchanges per rank and step, in Ψ parameter elements."""
 
     volume_psi: float  # Σ message sizes (nccl-tests sizes): DDP Ψ, ZeRO-1/2 2Ψ, ZeRO-3 3Ψ

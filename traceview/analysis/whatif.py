@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
 
+import msgspec
 import polars as pl
 
 from traceview.analysis.buckets import GRADIENT_COLLECTIVES
@@ -30,8 +30,7 @@ from traceview.analysis.job import JobReport
 from traceview.analysis.scaling import step_times
 
 
-@dataclass(frozen=True, kw_only=True)
-class Traffic:
+class Traffic(msgspec.Struct, frozen=True, kw_only=True):
     """One collective type's messages in a step, as the run measured them."""
 
     collective: str
@@ -41,8 +40,7 @@ class Traffic:
     busbw_gbps: float  # what sends step_bytes in its measured time by the model (see _traffic)
 
 
-@dataclass(frozen=True, kw_only=True)
-class WhatIf:
+class WhatIf(msgspec.Struct, frozen=True, kw_only=True):
     dp: int
     step_seconds: float
     comm_seconds: float  # the step's communication (per rank)
@@ -51,8 +49,7 @@ class WhatIf:
     efficiency: float | None  # T(1) / T(N) against the strategy's DP-1 run, where there is one
 
 
-@dataclass(frozen=True, kw_only=True)
-class Calibration:
+class Calibration(msgspec.Struct, frozen=True, kw_only=True):
     """What a run measured, which the what-if starts from."""
 
     strategy: str

@@ -6,9 +6,9 @@ static report draw. Every number comes from the documents every output renders
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
 from typing import Any
 
+import msgspec
 import polars as pl
 
 from traceview import (
@@ -56,7 +56,7 @@ def scaling_frame(runs: Runs) -> pl.DataFrame:
     return pl.DataFrame(
         [
             {
-                **asdict(r),
+                **msgspec.structs.asdict(r),
                 "strategy_said": r.strategy_said,
                 "step_range": _step_range(r.step_seconds_min, r.step_seconds_max),
                 "traffic_text": r.traffic_text,
@@ -117,7 +117,7 @@ def prediction_frame(runs: Runs) -> pl.DataFrame | None:
     """strategy, dp, step_seconds, efficiency of the what-if (traceview.Prediction); None when
     there is nothing to predict from."""
     predicted = runs.predictions()
-    return pl.DataFrame([asdict(p) for p in predicted]) if predicted else None
+    return pl.DataFrame([msgspec.structs.asdict(p) for p in predicted]) if predicted else None
 
 
 CHECKED_NOTE = (

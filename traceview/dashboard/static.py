@@ -9,10 +9,10 @@ import datetime
 import html
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import altair as alt
+import msgspec
 import polars as pl
 
 from traceview import (
@@ -64,12 +64,11 @@ nav ol { columns: 2; } .chart { width: 100%; margin: 0.5em 0 1.5em; }
 """
 
 
-@dataclass
-class _Doc:
+class _Doc(msgspec.Struct):
     """The document as it is written: HTML parts, and the charts to embed by id."""
 
-    parts: list[str] = field(default_factory=list)
-    specs: list[dict[str, object]] = field(default_factory=list)
+    parts: list[str] = msgspec.field(default_factory=list)
+    specs: list[dict[str, object]] = msgspec.field(default_factory=list)
 
     def add(self, text: str) -> None:
         self.parts.append(text)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import tempfile
 import zlib
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import streamlit as st
 
 import traceview
@@ -74,12 +74,14 @@ def _named(job: Job, path: Path, name: str) -> Job:
         return text.replace(str(path), name)
 
     ranks = tuple(
-        replace(
-            r, trace=Path(name), notes=tuple(replace(n, message=said(n.message)) for n in r.notes)
+        msgspec.structs.replace(
+            r,
+            trace=Path(name),
+            notes=tuple(msgspec.structs.replace(n, message=said(n.message)) for n in r.notes),
         )
         for r in job.ranks
     )
-    return replace(job, ranks=ranks, rank_files=())
+    return msgspec.structs.replace(job, ranks=ranks, rank_files=())
 
 
 def keep(name: str, job: Job) -> None:

@@ -4,15 +4,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import polars as pl
 
 INT64_MAX = 2**63 - 1
 
 
-@dataclass(frozen=True)
-class StepSelection:
+class StepSelection(msgspec.Struct, frozen=True):
     ranges: tuple[tuple[int, int], ...]  # inclusive, within int64
 
     def __contains__(self, step: object) -> bool:

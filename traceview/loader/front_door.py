@@ -4,8 +4,9 @@ each rank parsed once, in parallel, or read from its store partition."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
+
+import msgspec
 
 from traceview.analysis.rank import RankReport
 from traceview.errors import Note, TraceviewError
@@ -52,7 +53,7 @@ def load_runs(
         link_gbps=link_gbps,
     )
     if max_event_bytes is not None:
-        options = replace(options, max_event_bytes=max_event_bytes)
+        options = msgspec.structs.replace(options, max_event_bytes=max_event_bytes)
     outcomes = dict(
         zip(
             files,
@@ -84,7 +85,7 @@ def load_runs(
             if why:
                 # said on every rank it concerns
                 note = Note(message=why, severity="lossy")
-                reports = [replace(r, notes=(*r.notes, note)) for r in reports]
+                reports = [msgspec.structs.replace(r, notes=(*r.notes, note)) for r in reports]
                 if not reports:
                     failures.append(Failure(source.folder, f"{source.folder}: {why}"))
         if reports:

@@ -7,8 +7,9 @@ record (rank 0's)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from traceview.errors import Note, TraceviewError
 from traceview.parse.run_record import RUN_RECORD
@@ -54,9 +55,9 @@ def _one(parts: list[Job], launch: str) -> Job:
         ((r, f) for j in parts for r, f in zip(j.ranks, j.rank_files, strict=True)),
         key=lambda pair: pair[0].rank or 0,
     )
-    return replace(
+    return msgspec.structs.replace(
         home,
-        ranks=tuple(replace(r, notes=(*r.notes, note)) for r, _ in pairs),
+        ranks=tuple(msgspec.structs.replace(r, notes=(*r.notes, note)) for r, _ in pairs),
         rank_files=tuple(f for _, f in pairs),
         failures=tuple(f for j in parts for f in j.failures),
     )
@@ -82,4 +83,6 @@ def said_missing(job: Job) -> Job:
         "each host's folder together (docs/harness.md)",
         severity="caveat",
     )
-    return replace(job, ranks=tuple(replace(r, notes=(*r.notes, note)) for r in job.ranks))
+    return msgspec.structs.replace(
+        job, ranks=tuple(msgspec.structs.replace(r, notes=(*r.notes, note)) for r in job.ranks)
+    )

@@ -7,8 +7,9 @@ whole is not parsed again."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from traceview.errors import CannotWrite, TraceviewError
 from traceview.inputs import is_stream
@@ -26,8 +27,7 @@ from traceview.store.partition import source_of, write_partition
 WaitFn = Callable[[str], None]  # told who holds the store, once, when a writer starts waiting
 
 
-@dataclass(frozen=True)
-class Written:
+class Written(msgspec.Struct, frozen=True):
     """A partition a worker wrote (not yet in place), and what the one-job check reads."""
 
     trace: Path
@@ -72,8 +72,7 @@ def ingest_trace(
     return guarded(path, work)
 
 
-@dataclass(frozen=True)
-class Ingested:
+class Ingested(msgspec.Struct, frozen=True):
     store: Path
     jobs: tuple[str, ...]
     written: tuple[Path, ...]  # partitions (re)written

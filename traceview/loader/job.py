@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Container, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+import msgspec
 import polars as pl
 
 from traceview.analysis.critical_path import CriticalPath, job_critical_path
@@ -42,8 +42,7 @@ from traceview.parse.run_record import RunRecord, read_run_record
 from traceview.tables import INTERVALS_SCHEMA, WORK_SCHEMA
 
 
-@dataclass(frozen=True, kw_only=True)
-class Job:
+class Job(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     """One run: its ranks' reports (`ranks`, each with `.total` and `.steps`), what could not
     be read (`failures`), and — computed when first asked for — what the ranks give together:
     the run record, every collective call (`calls`), the match across ranks, the fits."""
@@ -196,7 +195,7 @@ class Job:
         files = [self.rank_files[i] for i in indexes]
         if any(is_stream(f) for f in files):
             raise TraceviewError(f"{self.name}: a stream cannot be read again for its intervals")
-        options = replace(self.options, keep_intervals=True)
+        options = msgspec.structs.replace(self.options, keep_intervals=True)
         outcomes = (
             read_partitions(files, options) if self.stored else analyze_many(files, options=options)
         )
@@ -208,13 +207,12 @@ class Job:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
-class Runs:
+class Runs(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     """Every run some paths name, loaded; and the comparison across them."""
 
     jobs: tuple[Job, ...]
     failures: tuple[Failure, ...] = ()  # traces (or run folders) that could not be read
-    skipped: tuple[Path, ...] = field(default=())  # JSON files in run folders that are no traces
+    skipped: tuple[Path, ...] = ()  # JSON files in run folders that are no traces
 
     @property
     def reports(self) -> list[RankReport]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from traceview.analysis.scaling import record_step_times
 from traceview.errors import TraceviewError
@@ -10,8 +10,7 @@ from traceview.loader.sources import RunSource
 from traceview.parse.run_record import RunRecord, read_run_record
 
 
-@dataclass(frozen=True, kw_only=True)
-class RunSummary:
+class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
     source: RunSource
     strategy: str | None  # from the run record, when there is one
     dp: int | None

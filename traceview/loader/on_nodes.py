@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from traceview.errors import TraceviewError
 from traceview.loader.engines import ray_session, why_failed
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
     from traceview.loader.ingest import Ingested
 
 
-@dataclass(frozen=True)
-class NodeIngest:
+class NodeIngest(msgspec.Struct, frozen=True):
     """What one node did: its ingest's result, or why it failed (said per node): its ingest
     refused the paths (bad input), or its task died (`crashed`: input lost)."""
 

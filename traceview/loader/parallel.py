@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
+
+import msgspec
 
 from traceview.analysis.rank import RankReport
 from traceview.errors import A_BUG, CannotWrite, NotATraceError, TraceviewError
@@ -16,8 +17,7 @@ from traceview.loader.workers import map_in_processes
 from traceview.parse.stream import MAX_EVENT_BYTES
 
 
-@dataclass(frozen=True)
-class Failure:
+class Failure(msgspec.Struct, frozen=True):
     path: Path
     message: str
     not_a_trace: bool = False  # well-formed JSON of another kind
@@ -45,8 +45,7 @@ T = TypeVar("T")
 DoneFn = Callable[[int, int, Outcome], None]  # (finished so far, total, what finished)
 
 
-@dataclass(frozen=True, kw_only=True)
-class Options:
+class Options(msgspec.Struct, frozen=True, kw_only=True):
     """What every trace of one load is analysed with (load/rank.py analyze_trace)."""
 
     comm_pattern: str | None = None
@@ -54,6 +53,9 @@ class Options:
     max_event_bytes: int = MAX_EVENT_BYTES
     max_memory_bytes: int | None = None  # parse/budget.py; None: the machine's memory
     link_gbps: float | None = None  # the link's peak per direction, given (analysis/links.py)
+
+
+_DEFAULT_OPTIONS = Options()  # frozen: one for every call that gives none
 
 
 def _analyze_one(path: Path, options: Options, progress: ProgressFn | None = None) -> Outcome:
@@ -105,7 +107,7 @@ def _small(paths: Sequence[Path], jobs: int | None) -> bool:
 def analyze_many(
     paths: Sequence[Path],
     *,
-    options: Options = Options(),
+    options: Options = _DEFAULT_OPTIONS,
     jobs: int | None = None,
     on_done: DoneFn | None = None,
     progress: ProgressFn | None = None,

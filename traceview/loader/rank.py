@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
+
+import msgspec
 
 from traceview.analysis.rank import RankReport, keeps, rank_report
 from traceview.inputs import ProgressFn
@@ -31,5 +32,7 @@ def analyze_trace(
     timeline = build_timeline(trace, comm_pattern)
     # The events (and the collectives' arguments) are all in the timeline now: let them go
     # before the measuring starts.
-    trace = replace(trace, events=trace.events.clear(), comm_args=trace.comm_args.clear())
+    trace = msgspec.structs.replace(
+        trace, events=trace.events.clear(), comm_args=trace.comm_args.clear()
+    )
     return rank_report(trace, timeline, keep_intervals=keeps(keep_intervals, trace.meta.rank))

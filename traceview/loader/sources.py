@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+import msgspec
 
 from traceview.errors import TraceviewError
 from traceview.inputs import STDIN, is_stream
@@ -36,8 +37,7 @@ def is_trace_file(path: Path) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class RunSource:
+class RunSource(msgspec.Struct, frozen=True):
     """One run's traces: a folder of one job's rank traces, one trace named on its own, or a
     job in a trace store (`stored`: its `files` are the ranks' partitions)."""
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Literal
 
+import msgspec
 import polars as pl
 
 from traceview.errors import Note
@@ -33,8 +33,7 @@ from traceview.tables import INTERVALS_SCHEMA
 Mode = Literal["gpu", "cpu"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Timeline:
+class Timeline(msgspec.Struct, frozen=True, kw_only=True):
     """One rank: its intervals (INTERVALS_SCHEMA) and the CPU spans of its profiler steps."""
 
     rank: int | None
@@ -57,14 +56,16 @@ def model_rows(trace: Trace) -> Trace:
     go, and the rows of other categories (Python functions) where they are many."""
     events = trace.events
     if not has_gpu_activity(trace):
-        return replace(trace, events=_cpu_model_rows(events))
+        return msgspec.structs.replace(trace, events=_cpu_model_rows(events))
     device = pl.col("cat").is_in(DEVICE_CATS)
     spans = (PROFILER_STEP, AUTOGRAD_OP, FSDP_BACKWARD_HOOK, FSDP_SPAN, COMM_CALL)
     spans_read = (*spans, *WRAPPER_SPANS.values())
     context = named(events, "|".join(spans_read))
     launches = launches_of(events.filter(device))
     unread = pl.col("cat") == "accelerator"  # said in a note, not modelled
-    return replace(trace, events=events.filter(device | launches | context | unread))
+    return msgspec.structs.replace(
+        trace, events=events.filter(device | launches | context | unread)
+    )
 
 
 def _cpu_model_rows(events: pl.DataFrame) -> pl.DataFrame:

@@ -5,7 +5,6 @@ every other arg is skipped without being decoded."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -25,8 +24,7 @@ Reading = Literal["id", "count", "text", "list_length", "raw", "name"]
 Scope = Literal["event", "collective", "metadata"]
 
 
-@dataclass(frozen=True)
-class TraceArg:
+class TraceArg(msgspec.Struct, frozen=True):
     column: str  # the decoded field and the column it becomes
     key: str  # as traces write it
     reading: Reading

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 import polars as pl
 
 from traceview.errors import Note
@@ -87,8 +86,7 @@ class Events:
         self.unreadable.add(later.unreadable)
 
 
-@dataclass
-class Unreadable:
+class Unreadable(msgspec.Struct):
     """Events skipped while finishing the batches, for the notes."""
 
     missing: int = 0  # no readable ts or dur

@@ -3,7 +3,6 @@ can be, else event by event, keeping what can be read and counting what cannot."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -22,11 +21,12 @@ from traceview.parse.events import (
 )
 
 
-@dataclass
-class StreamResult:
+class StreamResult(msgspec.Struct):
     """What the stream learned besides the events, filled in as it goes."""
 
-    metadata: dict[str, Any] = field(default_factory=dict)  # top-level keys other than events
+    metadata: dict[str, Any] = msgspec.field(
+        default_factory=dict
+    )  # top-level keys other than events
     bare_array: bool = False
     truncated: bool = False
     lost_trailer: bool = False  # the events are whole but the keys after them were cut

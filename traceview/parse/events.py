@@ -8,7 +8,6 @@ collector busy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Union
 
@@ -57,8 +56,7 @@ KNOWN_PHASES = frozenset("XM" + _OTHER_PHASES)
 THREAD_NAME = "thread_name"  # the only metadata events read: threads' names
 
 
-@dataclass(frozen=True)
-class Batch:
+class Batch(msgspec.Struct, frozen=True):
     complete: list[CompleteEvent]
     metadata: list[MetadataEvent]  # the thread names (a tiled or long trace may hold 100,000s)
 

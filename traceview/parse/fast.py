@@ -11,7 +11,6 @@ the pure-Python path everywhere.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -85,8 +84,7 @@ def copy(view: memoryview) -> bytes:
     return out
 
 
-@dataclass(frozen=True)
-class ScannedBatch:
+class ScannedBatch(msgspec.Struct, frozen=True):
     """Complete events as columns (rows in trace order) plus what was decoded beside them."""
 
     columns: np.ndarray  # (len(COLUMNS) + 2, rows) int64; NONE where missing
@@ -103,8 +101,7 @@ class ScannedBatch:
         return int(self.columns.shape[1])
 
 
-@dataclass(frozen=True)
-class Scanned:
+class Scanned(msgspec.Struct, frozen=True):
     """The scanner's answer for one buffer. `batch` None: no cut (more bytes needed) or odd."""
 
     batch: ScannedBatch | None

@@ -18,6 +18,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from traceview.parse import fast
 from traceview.parse import source as source_module
 from traceview.parse.budget import EventBudget
@@ -32,8 +34,7 @@ _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _LOOK_BACK = 1 << 20  # how far before the middle a boundary is looked for
 
 
-@dataclass(frozen=True)
-class Split:
+class Split(msgspec.Struct, frozen=True):
     pause_at: int  # where the first half pauses: a multiple of CHUNK_SIZE
     start: int  # where the second half's first event starts (the guess)
 

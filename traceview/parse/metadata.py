@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from traceview.errors import Note
 from traceview.parse.run_record import TRACE_METADATA_KEY, TraceRun, trace_run
 
 
-@dataclass(frozen=True, kw_only=True)
-class TraceMeta:
+class TraceMeta(msgspec.Struct, frozen=True, kw_only=True):
     rank: int | None  # None when the trace does not say: never guessed
     world_size: int | None
     backend: str | None
@@ -22,7 +22,7 @@ class TraceMeta:
     devices: tuple[str, ...] = ()  # GPU names from deviceProperties
     host_name: str | None = None
     run: TraceRun | None = None  # the harness' run identity, where the trace carries it
-    extra: dict[str, Any] = field(default_factory=dict)  # every other top-level key
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)  # every other top-level key
 
 
 MAX_WORLD = 2**31 - 1  # ranks are int32 in the model

@@ -12,8 +12,9 @@ import re
 import sys
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from traceview import compression
 from traceview.errors import TraceviewError, unreadable
@@ -27,8 +28,7 @@ INFLATE_STEP = 256 << 10  # compressed bytes fed at once: where a corrupt stream
 _LET_GO = getattr(mmap, "MADV_DONTNEED", None)  # where the platform has it
 
 
-@dataclass(frozen=True)
-class Mapped:
+class Mapped(msgspec.Struct, frozen=True):
     """A chunk of a plain file read through a memory map: no copy is made. `view` is the whole
     file; this chunk's bytes end at `end` (they follow the previous chunk's)."""
 

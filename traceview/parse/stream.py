@@ -17,7 +17,6 @@ event, and the events that cannot be read are counted, not fatal.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 import msgspec
 
@@ -49,8 +48,7 @@ class InvalidJSON(StreamError):
     """Bytes that no JSON document can hold, at a known place."""
 
 
-@dataclass(frozen=True)
-class Pause:
+class Pause(msgspec.Struct, frozen=True):
     """Yielded once the bytes up to `pause_at` are read and cut: the next event starts at
     byte `next` (or later, where no event ended in those bytes)."""
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec
 import polars as pl
 
 from traceview.errors import NotATraceError, Note, TraceviewError
@@ -22,8 +22,7 @@ from traceview.parse.source import ByteSource
 from traceview.parse.stream import MAX_EVENT_BYTES, EventStream, NotATrace, Pause, StreamError
 
 
-@dataclass(frozen=True, kw_only=True)
-class Trace:
+class Trace(msgspec.Struct, frozen=True, kw_only=True):
     """One rank's trace, decoded. `events` holds every complete ("X") event, times in ns."""
 
     path: Path

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from traceview.errors import TraceviewError
 from traceview.parse.run_record import RUN_RECORD
@@ -21,8 +22,7 @@ from traceview.store.partition import (
 )
 
 
-@dataclass(frozen=True)
-class JobChanges:
+class JobChanges(msgspec.Struct, frozen=True):
     """What one writer did with one job's traces."""
 
     source: Path  # where the job's traces are: its run folder, or the lone trace
@@ -115,8 +115,7 @@ def replace_dir(new: Path, target: Path) -> None:
         raise layout.cannot_write(target, e) from None
 
 
-@dataclass(frozen=True)
-class Known:
+class Known(msgspec.Struct, frozen=True):
     """A partition of the job in place, whole, and what it was made from."""
 
     source: Source

@@ -4,12 +4,10 @@ unchanged (tests/store compares them with the traces')."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 import re
 import shutil
-import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,15 +38,16 @@ _HEAD_TAIL = 256 << 10
 
 def _summary_type() -> type:
     """RankReport's fields but its tables, as a msgspec Struct: declared once, in RankReport."""
-    hints = typing.get_type_hints(RankReport)
     fields: list[tuple[str, object] | tuple[str, object, object]] = []
-    for f in dataclasses.fields(RankReport):
+    for f in msgspec.structs.fields(RankReport):
         if f.name in TABLES:
             continue
-        has_default = f.default is not dataclasses.MISSING
-        fields.append(
-            (f.name, hints[f.name], f.default) if has_default else (f.name, hints[f.name])
-        )
+        if f.default_factory is not msgspec.NODEFAULT:
+            fields.append((f.name, f.type, msgspec.field(default_factory=f.default_factory)))
+        elif f.default is not msgspec.NODEFAULT:
+            fields.append((f.name, f.type, f.default))
+        else:
+            fields.append((f.name, f.type))
     return msgspec.defstruct("RankSummary", fields, frozen=True, kw_only=True)  # type: ignore[arg-type]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import asdict
 from typing import Any
 
 import msgspec
@@ -142,7 +141,7 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
         c = checked.get((r.strategy, r.dp)) if known else None  # type: ignore[arg-type]
         records.append(
             {
-                **asdict(r),
+                **msgspec.structs.asdict(r),
                 "caveats": "; ".join(r.caveats),
                 "predicted_from_dp": c.from_dp if c else None,
                 "predicted_step_seconds": c.predicted_step_seconds if c else None,
