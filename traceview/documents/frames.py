@@ -1,4 +1,4 @@
-"""A table of typed records (dataclasses or structs), its columns taken from the record's own
+"""A table of typed records (msgspec structs), its columns taken from the record's own
 declaration: what the CSV renderer and the dashboard lay out, never spelled again."""
 
 from __future__ import annotations
