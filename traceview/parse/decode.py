@@ -24,9 +24,8 @@ from traceview.parse.events import (
 class StreamResult(msgspec.Struct):
     """What the stream learned besides the events, filled in as it goes."""
 
-    metadata: dict[str, Any] = msgspec.field(
-        default_factory=dict
-    )  # top-level keys other than events
+    # The top-level keys other than the events.
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
     bare_array: bool = False
     truncated: bool = False
     lost_trailer: bool = False  # the events are whole but the keys after them were cut

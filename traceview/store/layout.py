@@ -25,8 +25,7 @@ from traceview.errors import CannotWrite, TraceviewError, unreadable
 
 # 2: calls and intervals carry `elements`; FSDP's post-backward work is backward work.
 # 3: each call's exposed share (`calls`). 4: each rank's time per step and name of work
-# (`work`). A partition an older traceview wrote
-# is not read (ingest makes it again).
+# (`work`). A partition an older traceview wrote is not read (ingest makes it again).
 STORE_VERSION = 4
 MARKER = "store.json"
 JOB_RECORD = "job.json"

@@ -31,31 +31,35 @@ def caveats(r: d.Rank) -> str:
     )
 
 
-def aligned_columns(head: Sequence[str], columns: Sequence[list[str]]) -> list[str]:
-    """`aligned` for a table given a column at a time under its heading (every column
-    right-aligned), made column by column: a table of 100,000s of rows."""
-    justified = []
-    for name, cells in zip(head, columns, strict=True):
-        width = max(len(name), max(map(len, cells), default=0))
-        justified.append([name.rjust(width), *(c.rjust(width) for c in cells)])
-    return ["  " + "  ".join(row) for row in zip(*justified, strict=True)]
-
-
 def aligned(
     rows: Sequence[Sequence[str]],
     indent: str = "  ",
     left_last: bool = False,
     left_first: bool = False,
 ) -> list[str]:
-    """Right-align every column (the first and the last left-aligned if asked), two spaces
-    apart."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = []
-    for row in rows:
-        cells = [c.rjust(w) for c, w in zip(row, widths, strict=True)]
-        if left_first:
-            cells[0] = row[0].ljust(widths[0])
-        if left_last:
-            cells[-1] = row[-1]
-        out.append(indent + "  ".join(cells))
-    return out
+    """`aligned_columns` for a table given a row at a time, its first row the headings."""
+    columns = [list(column) for column in zip(*rows, strict=True)]
+    return aligned_columns(
+        [c[0] for c in columns], [c[1:] for c in columns], indent, left_last, left_first
+    )
+
+
+def aligned_columns(
+    head: Sequence[str],
+    columns: Sequence[list[str]],
+    indent: str = "  ",
+    left_last: bool = False,
+    left_first: bool = False,
+) -> list[str]:
+    """Right-align every column under its heading (the first left-aligned, the last left as it
+    is, if asked), two spaces apart; made a column at a time: a table of 100,000s of rows."""
+    shown = []
+    for i, (name, cells) in enumerate(zip(head, columns, strict=True)):
+        column = [name, *cells]
+        if left_last and i == len(columns) - 1:
+            shown.append(column)
+            continue
+        width = max(map(len, column))
+        pad = str.ljust if left_first and i == 0 else str.rjust
+        shown.append([pad(c, width) for c in column])
+    return [indent + "  ".join(row) for row in zip(*shown, strict=True)]
