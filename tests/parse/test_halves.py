@@ -4,6 +4,7 @@ when the guessed cut falls inside a string or the halves would read timestamps d
 from __future__ import annotations
 
 import gzip
+import threading
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,8 @@ def test_two_halves_read_what_one_read_does(
     assert_same(split, single)
     # The compiled path reads the halves at once; the pure-Python one never splits.
     assert joined == (halves_read if parser_path == "compiled" else [])
+    # Each reader's scanning thread is gone, the first's stopped at the pause.
+    assert not {"traceview-scan", "traceview-half-scan"} & {t.name for t in threading.enumerate()}
 
 
 def test_a_cut_guessed_inside_a_string_is_caught(tmp_path, small_chunks, monkeypatch, parser_path):

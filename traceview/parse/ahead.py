@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
+SCAN_AHEAD = 2  # scanned batches ready before they are made into tables (bounds memory)
 _DONE = object()
 
 
@@ -25,6 +26,7 @@ def made_ahead(
     stop, go_on = threading.Event(), threading.Event()
 
     def hand_on(item: object) -> bool:
+        """False once the reader has stopped (a thread it left behind must not block)."""
         while not stop.is_set():
             with contextlib.suppress(queue.Full):
                 ready.put(item, timeout=0.1)
@@ -34,12 +36,12 @@ def made_ahead(
     def run() -> None:
         try:
             for item in items:
-                if not hand_on(item):
+                if not hand_on(item) or stop.is_set():
                     return
                 if hold is not None and hold(item):
-                    while not go_on.wait(0.1):
-                        if stop.is_set():
-                            return
+                    go_on.wait()
+                    if stop.is_set():
+                        return
                     go_on.clear()
             hand_on(_DONE)
         except BaseException as e:  # the reader's to raise, on its own thread
@@ -55,7 +57,18 @@ def made_ahead(
             if hold is not None and hold(item):  # type: ignore[arg-type]
                 go_on.set()
     finally:
+        # The thread is woken where it waits (handing an item on to a full queue, or held
+        # after one) and stops there at once: a reader stopping at a pause must not wait for
+        # it. One still making an item stops once it is made; one blocked reading a pipe that
+        # stays open is left (a daemon), not waited for.
         stop.set()
-        # It stops at its next item; one blocked reading a pipe that stays open is left (a
-        # daemon), not waited for.
+        go_on.set()
+        _emptied(ready)
         thread.join(timeout=2.0)
+        _emptied(ready)  # what it handed on while stopping: not held past the reader
+
+
+def _emptied(ready: queue.Queue[object]) -> None:
+    with contextlib.suppress(queue.Empty):
+        while True:
+            ready.get_nowait()

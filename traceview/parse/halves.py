@@ -1,7 +1,8 @@
 """One large trace read by two threads at once, each scanning half of the file.
 
 The file is cut, by a guess, at the last event boundary before a chunk boundary near its middle;
-a second thread reads from there to the end while the first reads from the start. When the first
+a second reader reads from there to the end while the first reads from the start (each scans on
+a thread of its own while another makes the tables of what it scanned). When the first
 reaches the cut it checks the guess: the pure reading must start its next batch exactly there
 (a "boundary" inside a string or a nested value fails the check). Only then are the second
 thread's events used; otherwise the first thread reads on, and the result is as if read alone.
@@ -22,6 +23,7 @@ import msgspec
 
 from traceview.parse import fast
 from traceview.parse import source as source_module
+from traceview.parse.ahead import SCAN_AHEAD, made_ahead
 from traceview.parse.budget import EventBudget
 from traceview.parse.collect import Events
 from traceview.parse.columns import thread_names
@@ -95,8 +97,9 @@ class SecondHalf:
             self.split.start, self.split.pause_at, self._progress, mapped=True
         )
         stream = EventStream(chunks, self.max_event_bytes, start=self.split.start)
+        batches = made_ahead(stream.batches(), SCAN_AHEAD, "traceview-half-scan")
         try:
-            for batch in stream.batches():
+            for batch in batches:
                 if self._cancel.is_set():
                     return
                 self.events.add(batch)  # type: ignore[arg-type]  # no Pause without pause_at
@@ -104,6 +107,8 @@ class SecondHalf:
             self.events.finish()
         except Exception:  # the first half reads these bytes again, and says what is wrong
             return
+        finally:
+            batches.close()  # type: ignore[attr-defined]
         self.decoded_unsure = stream.decoded_unsure
         self.size = self.split.start + source.uncompressed_bytes
         self.result = stream.result

@@ -10,7 +10,7 @@ import polars as pl
 from traceview.errors import NotATraceError, Note, TraceviewError
 from traceview.inputs import ProgressFn
 from traceview.parse import fast, halves
-from traceview.parse.ahead import made_ahead
+from traceview.parse.ahead import SCAN_AHEAD, made_ahead
 from traceview.parse.budget import EventBudget, OverBudget, machine_memory
 from traceview.parse.collect import Events
 from traceview.parse.columns import (
@@ -146,9 +146,6 @@ def read_trace(
         size_bytes=size,
         truncated=truncated,
     )
-
-
-SCAN_AHEAD = 2  # scanned batches ready before they are made into tables (bounds memory)
 
 
 def _is_pause(batch: object) -> bool:
