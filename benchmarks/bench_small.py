@@ -12,6 +12,7 @@ Run from the repository root:
 
     .venv/bin/python benchmarks/bench_small.py                  # 3 shapes, 20 runs each
     .venv/bin/python benchmarks/bench_small.py --repeat 5       # a quick look
+    .venv/bin/python benchmarks/bench_small.py --engines        # polars' engine vs traceview's
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from traceview import preload
+from traceview import preload, queries
 
 # A worker's settings, before polars loads (the program's own, and the pool of one thread that
 # `preload.for_workers` gives each worker process).
@@ -95,13 +96,61 @@ def costs(trace: Path, folders: Path, repeat: int) -> dict[str, float]:
     }
 
 
+def engines(trace: Path, folders: Path, repeat: int) -> tuple[float, float]:
+    """The CPU of an ingest with every lazy query run as polars chooses, and as traceview runs
+    them (traceview/queries.py), alternating run by run so that the machine's drift falls on
+    both alike: medians."""
+    chosen = queries.IN_MEMORY_BELOW_ROWS
+    runs: tuple[list[float], list[float]] = ([], [])
+    try:
+        for _ in range(repeat):
+            for limit, into in ((0, runs[0]), (chosen, runs[1])):
+                queries.IN_MEMORY_BELOW_ROWS = limit
+                folder = Path(tempfile.mkdtemp(dir=folders)) / "partition"
+                start = time.process_time()
+                ingest_trace(trace, folder, None, MAX_EVENT_BYTES)
+                into.append(time.process_time() - start)
+                shutil.rmtree(folder.parent)
+    finally:
+        queries.IN_MEMORY_BELOW_ROWS = chosen
+    return statistics.median(runs[0]), statistics.median(runs[1])
+
+
+def compare_engines(work: Path, folders: Path, repeat: int) -> None:
+    print(
+        f"ingest_trace on small rank traces, one warm process, medians of {repeat} runs each, "
+        "alternating (CPU ms)"
+    )
+    print("| shape | every query as polars chooses | small tables in memory (traceview) | saved |")
+    print("|---|---|---|---|")
+    for name, source in SHAPES.items():
+        small = plain_copy(source, work)
+        ingest_trace(small, Path(tempfile.mkdtemp(dir=folders)) / "p", None, MAX_EVENT_BYTES)
+        polars_s, ours_s = engines(small, folders, repeat)
+        print(
+            f"| {name} | {polars_s * 1000:.1f} | {ours_s * 1000:.1f} | "
+            f"{(polars_s - ours_s) * 1000:.1f} ({1 - ours_s / polars_s:.0%}) |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--work", type=Path, default=ROOT / "bench_out" / "small")
+    parser.add_argument(
+        "--engines",
+        action="store_true",
+        help="only compare polars' engine choice with traceview's for the lazy queries",
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     folders = Path(tempfile.mkdtemp(dir=args.work))
+    if args.engines:
+        try:
+            compare_engines(args.work, folders, args.repeat)
+        finally:
+            shutil.rmtree(folders)
+        return
     try:
         rows = []
         for name, source in SHAPES.items():

@@ -11,6 +11,7 @@ import polars as pl
 
 from traceview.algebra import EMPTY, clip, difference, union
 from traceview.model import Timeline
+from traceview.queries import collected
 
 
 class IdleWhere(msgspec.Struct, frozen=True, kw_only=True):
@@ -29,12 +30,12 @@ def idle_where(timeline: Timeline) -> list[IdleWhere]:
     once by step and cut with numpy: a frame per step would cost more than the measuring."""
     if timeline.mode != "gpu" or not timeline.comm_measured or timeline.step_spans.height == 0:
         return []
-    rows = (
+    rows = collected(
         timeline.intervals.lazy()
         .filter(pl.col("step").is_not_null() & pl.col("kind").is_in(["compute", "comm"]))
         .select("step", "ts_ns", "end_ns", comm=pl.col("kind") == "comm", backward="backward")
-        .sort("step", "ts_ns")
-        .collect()
+        .sort("step", "ts_ns"),
+        timeline.intervals.height,
     )
     if rows.height == 0:
         return []

@@ -8,12 +8,15 @@ import numpy as np
 import polars as pl
 
 from traceview.algebra import IntervalSet, covered_length, difference, intersect, union
+from traceview.queries import collected
 
 
 def kind_set(intervals: pl.DataFrame, kind: str) -> IntervalSet:
     """The union of the intervals of one kind ("compute", "comm", "memory")."""
     # Lazily, so that only the two columns read are filtered (the intervals are wide).
-    rows = intervals.lazy().filter(pl.col("kind") == kind).select("ts_ns", "end_ns").collect()
+    rows = collected(
+        intervals.lazy().filter(pl.col("kind") == kind).select("ts_ns", "end_ns"), intervals.height
+    )
     return union(rows["ts_ns"].to_numpy(), rows["end_ns"].to_numpy())
 
 

@@ -11,6 +11,7 @@ from traceview.analysis.breakdown import Breakdown, breakdown, breakdowns
 from traceview.analysis.spans import kind_set
 from traceview.model import Timeline
 from traceview.model.gpu import device_counts
+from traceview.queries import collected
 
 # The kinds that span a GPU step's window: memcpy/memset run inside it but do not stretch it.
 WINDOW_KINDS = ("compute", "comm")
@@ -57,11 +58,11 @@ def _own_window(rows: pl.DataFrame, timeline: Timeline) -> Breakdown | None:
 def _work(timeline: Timeline) -> pl.DataFrame:
     """The intervals of work, with only the columns the breakdowns read (the intervals are
     wide: filtering them all would copy every column)."""
-    return (
+    return collected(
         timeline.intervals.lazy()
         .filter(pl.col("kind") != "other")
-        .select("kind", "name", "ts_ns", "end_ns", "launch_ns", "step")
-        .collect()
+        .select("kind", "name", "ts_ns", "end_ns", "launch_ns", "step"),
+        timeline.intervals.height,
     )
 
 
@@ -90,12 +91,12 @@ def step_breakdowns(timeline: Timeline) -> list[StepBreakdown]:
         ]
     # Sorted once by step, each step's compute rows before its comm rows, and cut with numpy:
     # hundreds of steps, so a frame or a filter each would cost more than the sums themselves.
-    rows = (
+    rows = collected(
         work.lazy()
         .filter(pl.col("step").is_not_null() & pl.col("kind").is_in(WINDOW_KINDS))
         .select("step", comm=pl.col("kind") == "comm", ts_ns="ts_ns", end_ns="end_ns")
-        .sort("step", "comm", maintain_order=True)
-        .collect()
+        .sort("step", "comm", maintain_order=True),
+        work.height,
     )
     if rows.height == 0:
         return []

@@ -7,19 +7,19 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.model import Timeline
+from traceview.queries import collected
 from traceview.tables import WORK_SCHEMA
 
 
 def work_by_name(timeline: Timeline) -> pl.DataFrame:
     """Per step and name: the summed durations of the step's intervals of that name (work
     outside every step is in no row)."""
-    return (
+    return collected(
         timeline.intervals.lazy()
         .filter(pl.col("step").is_not_null())
         .group_by("step", pl.col("name").cast(pl.String))
         .agg(ns=(pl.col("end_ns") - pl.col("ts_ns")).sum())
         .select(rank=pl.lit(timeline.rank, pl.Int32), step="step", name="name", ns="ns")
-        .sort("step", "name")
-        .collect()
-        .cast(WORK_SCHEMA)  # type: ignore[arg-type]
-    )
+        .sort("step", "name"),
+        timeline.intervals.height,
+    ).cast(WORK_SCHEMA)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ import polars as pl
 from traceview.model import messages
 from traceview.model.distinct import per_distinct
 from traceview.parse.names import COMM_CALL, collective_of, named
+from traceview.queries import collected
 from traceview.tables import CPU_CALLS_SCHEMA
 
 CALL_FIELDS = [c for c in CPU_CALLS_SCHEMA if c.startswith("call_")]
@@ -24,13 +25,12 @@ _COUNTS, _C10D_SHAPES, _INPUT_SHAPE = 0, 1, 2
 
 def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame:
     """Every CPU op that is part of launching a collective, with its own arguments."""
-    ops = (
+    ops = collected(
         events.lazy()
         .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, COMM_CALL))
-        .select("row", "name", "pid", "tid", "ts_ns", "end_ns")
-        .collect()
-        .join(comm_args, on="row", how="left")
-    )
+        .select("row", "name", "pid", "tid", "ts_ns", "end_ns"),
+        events.height,
+    ).join(comm_args, on="row", how="left")
     name = pl.col("name").cast(pl.String)
     source = (
         pl.when(name == "record_param_comms")

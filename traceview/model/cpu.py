@@ -30,6 +30,7 @@ from traceview.parse.names import (
     collective_of,
     named,
 )
+from traceview.queries import collected
 
 _NO_COLLECTIVE = {
     "collective": pl.lit(None, pl.String),
@@ -171,21 +172,20 @@ def _unpaired(comm: pl.DataFrame) -> pl.DataFrame:
 def _comm_threads(trace: Trace, gloo: pl.DataFrame) -> pl.DataFrame:
     """Gloo's runloop threads: the threads of its spans, and the threads named after it."""
     named = [k for k, names in trace.thread_names.items() if any(GLOO_THREAD in n for n in names)]
-    return (
+    return collected(
         pl.concat(
             [
                 gloo.lazy().select("pid", "tid"),
                 pl.LazyFrame(named, schema={"pid": pl.Int64, "tid": pl.Int64}, orient="row"),
             ]
-        )
-        .unique()  # lazily: an eager unique of a million rows holds several times their size
-        .collect()
+        ).unique(),  # lazily: an eager unique of a million rows holds several times their size
+        gloo.height,
     )
 
 
 def _rows(events: pl.DataFrame, which: pl.Expr, columns: list[str]) -> pl.DataFrame:
     """The rows chosen, with only these columns copied."""
-    return events.lazy().filter(which).select(columns).collect()
+    return collected(events.lazy().filter(which).select(columns), events.height)
 
 
 def _on_threads(threads: pl.DataFrame) -> pl.Expr:
@@ -265,11 +265,13 @@ def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
     Found from index arrays, thread by thread: the ops are millions of rows, and a table of
     them, sorted, costs several times their size."""
     ops = ops.fill_null(False)
-    threads = events.lazy().filter(ops).group_by("pid", "tid").agg().sort("pid", "tid").collect()
+    threads = collected(
+        events.lazy().filter(ops).group_by("pid", "tid").agg().sort("pid", "tid"), events.height
+    )
     kept = []
     for p, t in threads.iter_rows():
         mine = ops if threads.height == 1 else ops & (pl.col("pid") == p) & (pl.col("tid") == t)
-        rows = events.lazy().select(pl.arg_where(mine)).collect().to_series()
+        rows = collected(events.lazy().select(pl.arg_where(mine)), events.height).to_series()
         starts = events["ts_ns"].gather(rows).to_numpy()
         ends = events["end_ns"].gather(rows).to_numpy()
         order = _by_start_longest_first(starts, ends)

@@ -19,6 +19,7 @@ from traceview.model.scopes import (
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
 from traceview.parse.names import COMM_KERNEL, GPU_COLLECTIVE_SPAN, collective_of, named
+from traceview.queries import collected
 
 DEVICE_CATS = ["kernel", "memcpy", "memset"]
 
@@ -64,7 +65,7 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     device = events.filter(pl.col("cat").is_in(DEVICE_CATS))
     # Lazy, so that only the columns used are filtered: the events table is the largest thing
     # in memory.
-    launches = (
+    launches = collected(
         events.lazy()
         .filter(launches_of(device))
         .select(
@@ -73,8 +74,8 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
             launch_pid=pl.col("pid"),
             launch_tid=pl.col("tid"),
         )
-        .filter(pl.col("correlation").is_first_distinct())  # lighter than unique(keep="first")
-        .collect()
+        .filter(pl.col("correlation").is_first_distinct()),  # lighter than unique(keep="first")
+        events.height,
     )
     device = device.join(launches, on="correlation", how="left").with_columns(
         device=pl.coalesce("device", "pid"),

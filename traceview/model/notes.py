@@ -11,6 +11,7 @@ from traceview.errors import Note
 from traceview.model.gpu import device_counts, said_counts
 from traceview.parse import Trace
 from traceview.parse.names import MAYBE_COMM_KERNEL, named
+from traceview.queries import collected
 
 SUGGESTED_KERNELS = 3
 
@@ -26,11 +27,11 @@ def timeline_notes(
         )
     if spans.height == 0:
         yield Note(message="no ProfilerStep spans: only whole-trace totals are reported")
-    work = (  # only the columns read below: the intervals are wide
+    work = collected(  # only the columns read below: the intervals are wide
         intervals.lazy()
         .filter(pl.col("kind") != "other")
-        .select("kind", "name", "launch_ns", "step")
-        .collect()
+        .select("kind", "name", "launch_ns", "step"),
+        intervals.height,
     )
     if mode == "gpu" and work.height and work["launch_ns"].null_count() == work.height:
         yield Note(

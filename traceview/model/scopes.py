@@ -16,12 +16,13 @@ from traceview.parse.names import (
     named,
     runs_own_collective,
 )
+from traceview.queries import collected
 from traceview.tables import SCOPES_SCHEMA
 
 
 def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
     """CPU spans whose names match `pattern`, sorted by start."""
-    return (
+    return collected(
         events.lazy()
         .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, pattern))
         .select(
@@ -31,8 +32,8 @@ def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
             scope_end=pl.col("end_ns"),
             scope_name=pl.col("name").cast(pl.String),
         )
-        .sort("scope_start")
-        .collect()
+        .sort("scope_start"),
+        events.height,
     )
 
 

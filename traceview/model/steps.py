@@ -6,12 +6,13 @@ import numpy as np
 import polars as pl
 
 from traceview.parse.names import PROFILER_STEP, named
+from traceview.queries import collected
 
 
 def step_spans(events: pl.DataFrame) -> pl.DataFrame:
     """One row per ProfilerStep#N CPU span, sorted by start."""
     name = pl.col("name").cast(pl.String)
-    return (
+    return collected(
         events.lazy()
         .filter(pl.col("cat").is_in(["user_annotation", "cpu_op"]) & named(events, PROFILER_STEP))
         .select(
@@ -21,8 +22,8 @@ def step_spans(events: pl.DataFrame) -> pl.DataFrame:
         )
         .drop_nulls("step")  # a number too long for int64 (model/notes.py says so)
         .unique("step", keep="first")
-        .sort("span_start_ns")
-        .collect()
+        .sort("span_start_ns"),
+        events.height,
     )
 
 

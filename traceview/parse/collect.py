@@ -17,6 +17,7 @@ from traceview.parse.columns import (
 from traceview.parse.events import Batch
 from traceview.parse.fast import ScannedBatch
 from traceview.parse.readers import INT64_MAX
+from traceview.queries import all_collected
 
 
 class Events:
@@ -165,6 +166,6 @@ def finished(frame: pl.DataFrame, first_row: int, unreadable: Unreadable) -> pl.
         device="device",
         stream="stream",
     )
-    counted, out = pl.collect_all([counts, kept])
+    counted, out = all_collected([counts, kept], frame.height)
     unreadable.add(Unreadable(*(int(counted[c][0]) for c in ("missing", "negative", "placeless"))))
     return out
