@@ -4,9 +4,9 @@ At 1,024 ranks of a few MB each, an ingest's time is mostly what every trace pay
 size (setting up the tables, each polars call's own cost, writing a partition). This measures
 it the way a worker pays it: in one warm process, `ingest_trace` (parse, analyse, write the
 rank's partition) on each small trace over and over, with a worker's settings (polars' pool of
-one thread, traceview/preload.py), its CPU time (all threads) per trace;
-then the same on one large tiling of the same trace, whose CPU per MB is the cost of the bytes.
-The fixed cost of a small trace is its CPU less its MB times that rate. Where it goes: the
+one thread, traceview/preload.py), its CPU time (all threads) per trace; and, its runs among
+the small trace's, one large tiling of the same trace, whose CPU per MB is the cost of the
+bytes. The fixed cost of a small trace is its CPU less its MB times that rate. Where it goes: the
 same trace read alone (`read_trace`), analysed from its bytes (`analyze_trace`), and written.
 Run from the repository root:
 
@@ -57,14 +57,16 @@ SHAPES = {  # name: a small real rank trace
 LARGE_MB = 100  # the tiling whose CPU per MB is the cost of the bytes
 
 
+def cpu_once(fn: Callable[[], object]) -> float:
+    """The CPU seconds (every thread of this process) of one call of fn."""
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
 def cpu_of(fn: Callable[[], object], repeat: int) -> float:
-    """The median CPU seconds (every thread of this process) of `repeat` calls of fn."""
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
+    """The median CPU seconds of `repeat` calls of fn."""
+    return statistics.median(cpu_once(fn) for _ in range(repeat))
 
 
 def plain_copy(trace: Path, work: Path) -> Path:
@@ -74,12 +76,34 @@ def plain_copy(trace: Path, work: Path) -> Path:
     return target
 
 
-def costs(trace: Path, folders: Path, repeat: int) -> dict[str, float]:
+def ingester(trace: Path, folders: Path) -> Callable[[], None]:
+    """One ingest of the trace into a partition of its own, removed after."""
+
     def ingest() -> None:
         folder = Path(tempfile.mkdtemp(dir=folders)) / "partition"  # made by the writer
         ingest_trace(trace, folder, None, MAX_EVENT_BYTES)
         shutil.rmtree(folder.parent)
 
+    return ingest
+
+
+def ingests(small: Path, large: Path, folders: Path, repeat: int) -> tuple[float, float]:
+    """The median CPU of an ingest of the small trace (`repeat` runs) and of its large tiling
+    (a tenth as many, at least two), in rounds of one large run and its share of small ones:
+    the machine's drift falls on both alike, and the fixed cost is their difference."""
+    small_fn, large_fn = ingester(small, folders), ingester(large, folders)
+    small_fn(), large_fn()  # warm: imports, the compiled scanner, polars' thread pool
+    rounds = max(2, repeat // 10)
+    small_runs: list[float] = []
+    large_runs: list[float] = []
+    for _ in range(rounds):
+        large_runs.append(cpu_once(large_fn))
+        small_runs += [cpu_once(small_fn) for _ in range(max(1, repeat // rounds))]
+    return statistics.median(small_runs), statistics.median(large_runs)
+
+
+def stages(trace: Path, folders: Path, repeat: int) -> dict[str, float]:
+    """Where a small trace's ingest goes: read alone, analysed from its bytes, and written."""
     report = analyze_trace(trace, keep_intervals=True)
 
     def write() -> None:
@@ -87,9 +111,7 @@ def costs(trace: Path, folders: Path, repeat: int) -> dict[str, float]:
         write_partition(report, folder, source_of(trace), None)
         shutil.rmtree(folder.parent)
 
-    ingest()  # warm: imports, the compiled scanner, polars' thread pool
     return {
-        "ingest": cpu_of(ingest, repeat),
         "read": cpu_of(lambda: read_trace(trace), repeat),
         "analyze": cpu_of(lambda: analyze_trace(trace, keep_intervals=True), repeat),
         "write": cpu_of(write, repeat),
@@ -160,13 +182,15 @@ def main() -> None:
             if not large.exists():
                 tile(small, large, LARGE_MB * int(MB))
             mb, large_mb = small.stat().st_size / MB, large.stat().st_size / MB
-            per_mb = costs(large, folders, max(2, args.repeat // 10))["ingest"] / large_mb
-            rows.append((name, mb, per_mb, costs(small, folders, args.repeat)))
+            ingest_s, large_s = ingests(small, large, folders, args.repeat)
+            measured = {"ingest": ingest_s, **stages(small, folders, args.repeat)}
+            rows.append((name, mb, large_s / large_mb, measured))
     finally:
         shutil.rmtree(folders)
     print(
         f"ingest_trace on small rank traces, one warm process, medians of {args.repeat} "
-        f"(CPU ms; per MB: from a {LARGE_MB} MB tiling of the same trace)"
+        f"(CPU ms; per MB: from a {LARGE_MB} MB tiling of the same trace, its runs among the "
+        "small trace's)"
     )
     print("| shape | MB | CPU ms | of which its bytes | fixed ms | read | analyze | write |")
     print("|---|---|---|---|---|---|---|---|")
