@@ -122,17 +122,13 @@ def engines(trace: Path, folders: Path, repeat: int) -> tuple[float, float]:
     """The CPU of an ingest with every lazy query run as polars chooses, and as traceview runs
     them (traceview/queries.py), alternating run by run so that the machine's drift falls on
     both alike: medians."""
-    chosen = queries.IN_MEMORY_BELOW_ROWS
+    ingest, chosen = ingester(trace, folders), queries.IN_MEMORY_BELOW_ROWS
     runs: tuple[list[float], list[float]] = ([], [])
     try:
         for _ in range(repeat):
             for limit, into in ((0, runs[0]), (chosen, runs[1])):
                 queries.IN_MEMORY_BELOW_ROWS = limit
-                folder = Path(tempfile.mkdtemp(dir=folders)) / "partition"
-                start = time.process_time()
-                ingest_trace(trace, folder, None, MAX_EVENT_BYTES)
-                into.append(time.process_time() - start)
-                shutil.rmtree(folder.parent)
+                into.append(cpu_once(ingest))
     finally:
         queries.IN_MEMORY_BELOW_ROWS = chosen
     return statistics.median(runs[0]), statistics.median(runs[1])
@@ -147,7 +143,7 @@ def compare_engines(work: Path, folders: Path, repeat: int) -> None:
     print("|---|---|---|---|")
     for name, source in SHAPES.items():
         small = plain_copy(source, work)
-        ingest_trace(small, Path(tempfile.mkdtemp(dir=folders)) / "p", None, MAX_EVENT_BYTES)
+        ingester(small, folders)()  # warm
         polars_s, ours_s = engines(small, folders, repeat)
         print(
             f"| {name} | {polars_s * 1000:.1f} | {ours_s * 1000:.1f} | "

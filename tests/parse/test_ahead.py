@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,13 @@ FIXTURES = Path(__file__).parents[1] / "fixtures/traces"
 
 def _threads(name: str) -> int:
     return sum(t.name == name for t in threading.enumerate())
+
+
+def _recorded(count: int, made: list[int]) -> Iterator[int]:
+    """0 .. count-1, each noted in `made` as it is made."""
+    for i in range(count):
+        made.append(i)
+        yield i
 
 
 def test_items_come_in_order_and_an_error_in_its_place():
@@ -34,13 +42,7 @@ def test_items_come_in_order_and_an_error_in_its_place():
 
 def test_nothing_is_made_past_a_held_item_until_the_reader_asks():
     made: list[int] = []
-
-    def items():
-        for i in range(6):
-            made.append(i)
-            yield i
-
-    got = made_ahead(items(), 4, "test-ahead", hold=lambda i: i == 2)
+    got = made_ahead(_recorded(6, made), 4, "test-ahead", hold=lambda i: i == 2)
     assert [next(got) for _ in range(3)] == [0, 1, 2]
     time.sleep(0.3)  # the thread would have made 3 by now, were it not held
     assert made == [0, 1, 2]
@@ -60,16 +62,10 @@ def test_a_reader_that_stops_at_a_held_item_stops_the_thread_at_once():
     # A trace read in two halves stops its first reader at the pause: it must not wait there
     # for the thread to notice (a poll of 0.1 s cost a 58 MB trace a fifth of its reading).
     made: list[int] = []
-
-    def items():
-        for i in range(6):
-            made.append(i)
-            yield i
-
     took = 0.0
     for _ in range(10):
         made.clear()
-        got = made_ahead(items(), 4, "test-ahead", hold=lambda i: i == 1)
+        got = made_ahead(_recorded(6, made), 4, "test-ahead", hold=lambda i: i == 1)
         assert [next(got) for _ in range(2)] == [0, 1]
         time.sleep(0.01)  # the thread is held now
         start = time.perf_counter()
@@ -81,13 +77,7 @@ def test_a_reader_that_stops_at_a_held_item_stops_the_thread_at_once():
 
 def test_a_reader_that_stops_with_the_queue_full_stops_the_thread():
     made: list[int] = []
-
-    def items():
-        for i in range(100):
-            made.append(i)
-            yield i
-
-    got = made_ahead(items(), 2, "test-ahead")
+    got = made_ahead(_recorded(100, made), 2, "test-ahead")
     assert next(got) == 0
     time.sleep(0.05)  # the queue fills: the thread waits to hand on the next
     got.close()  # type: ignore[attr-defined]
