@@ -4,15 +4,17 @@ At 1,024 ranks of a few MB each, an ingest's time is mostly what every trace pay
 size (setting up the tables, each polars call's own cost, writing a partition). This measures
 it the way a worker pays it: in one warm process, `ingest_trace` (parse, analyse, write the
 rank's partition) on each small trace over and over, with a worker's settings (polars' pool of
-one thread, traceview/preload.py), its CPU time (all threads) per trace; and, its runs among
-the small trace's, one large tiling of the same trace, whose CPU per MB is the cost of the
-bytes. The fixed cost of a small trace is its CPU less its MB times that rate. Where it goes: the
-same trace read alone (`read_trace`), analysed from its bytes (`analyze_trace`), and written.
+one thread, traceview/preload.py; kept to one core, traceview/loader/workers.py), its CPU time
+(all threads) per trace; and, its runs among the small trace's, one large tiling of the same
+trace, whose CPU per MB is the cost of the bytes. The fixed cost of a small trace is its CPU
+less its MB times that rate. Where it goes: the same trace read alone (`read_trace`), analysed
+from its bytes (`analyze_trace`), and written.
 Run from the repository root:
 
     .venv/bin/python benchmarks/bench_small.py                  # 3 shapes, 20 runs each
     .venv/bin/python benchmarks/bench_small.py --repeat 5       # a quick look
     .venv/bin/python benchmarks/bench_small.py --engines        # polars' engine vs traceview's
+    .venv/bin/python benchmarks/bench_small.py --every-core     # not kept to a core: run beside
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from tile import tile  # noqa: E402
 
 from traceview.loader.ingest import ingest_trace  # noqa: E402
 from traceview.loader.rank import analyze_trace  # noqa: E402
+from traceview.loader.workers import cores_allowed, keep_to  # noqa: E402
 from traceview.parse import read_trace  # noqa: E402
 from traceview.parse.stream import MAX_EVENT_BYTES  # noqa: E402
 from traceview.store.partition import source_of, write_partition  # noqa: E402
@@ -160,7 +163,15 @@ def main() -> None:
         action="store_true",
         help="only compare polars' engine choice with traceview's for the lazy queries",
     )
+    parser.add_argument(
+        "--every-core",
+        action="store_true",
+        help="not kept to one core as a worker is: the process as the scheduler places it (an "
+        "A/B needs separate runs: threads kept together stay together once let go)",
+    )
     args = parser.parse_args()
+    if not args.every_core:
+        keep_to(cores_allowed()[:1])
     args.work.mkdir(parents=True, exist_ok=True)
     folders = Path(tempfile.mkdtemp(dir=args.work))
     if args.engines:
@@ -183,10 +194,11 @@ def main() -> None:
             rows.append((name, mb, large_s / large_mb, measured))
     finally:
         shutil.rmtree(folders)
+    placed = "on every core" if args.every_core else "kept to one core, as a worker is"
     print(
-        f"ingest_trace on small rank traces, one warm process, medians of {args.repeat} "
-        f"(CPU ms; per MB: from a {LARGE_MB} MB tiling of the same trace, its runs among the "
-        "small trace's)"
+        f"ingest_trace on small rank traces, one warm process {placed}, medians of "
+        f"{args.repeat} (CPU ms; per MB: from a {LARGE_MB} MB tiling of the same trace, its runs "
+        "among the small trace's)"
     )
     print("| shape | MB | CPU ms | of which its bytes | fixed ms | read | analyze | write |")
     print("|---|---|---|---|---|---|---|---|")

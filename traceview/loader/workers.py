@@ -5,7 +5,15 @@ A worker that dies mid-task (killed, out of memory) fails only the task it held:
 what that task's result is, a new worker takes its place, and the other tasks go on. Workers die
 with the process that started them: on Linux the kernel kills them when it exits
 (PR_SET_PDEATHSIG), elsewhere they notice it is gone within a second; so does multiprocessing's
-resource tracker, once no worker is left. A kill -9 of `traceview` leaves no process behind."""
+resource tracker, once no worker is left. A kill -9 of `traceview` leaves no process behind.
+
+Where there are no more workers than cores, each worker keeps to a core of its own (Linux). A
+worker hands each polars query to polars' pool thread and waits for it; on two cores every
+hand-off wakes the other core, which on a virtual machine costs tens of microseconds, and a
+small rank's trace makes hundreds of them. On one core the two threads take turns: a small
+rank's ingest costs about a third less CPU, and a large rank's no more (its worker's reading
+threads lose the second core, its queries' hand-offs get cheaper): benchmarks/bench_small.py
+and bench_store.py, docs/performance.md."""
 
 from __future__ import annotations
 
@@ -16,7 +24,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -51,11 +59,29 @@ def map_in_processes(
         return pool.run(tasks, on_done, on_crash)
 
 
+def cores_allowed() -> list[int]:
+    """The cores this process may run on, where the platform says (else none)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return []
+    return sorted(os.sched_getaffinity(0))
+
+
+def keep_to(cores: Iterable[int]) -> None:
+    """This process, each of its threads (polars starts its own as it loads) and those they
+    start, kept to these cores."""
+    with suppress(OSError):  # no such folder: not Linux
+        threads = os.listdir("/proc/self/task")
+        for thread in threads:
+            with suppress(OSError):  # a thread that has ended since, a core taken away
+                os.sched_setaffinity(int(thread), cores)
+
+
 class _Worker:
-    def __init__(self, context: Any, fn: Callable[..., Any]) -> None:
+    def __init__(self, context: Any, fn: Callable[..., Any], core: int | None) -> None:
         self.conn, theirs = context.Pipe()
+        self.core = core
         self.process: BaseProcess = context.Process(
-            target=_serve, args=(theirs, fn, os.getpid()), daemon=True
+            target=_serve, args=(theirs, fn, os.getpid(), core), daemon=True
         )
         self.process.start()
         theirs.close()
@@ -81,6 +107,8 @@ class _Pool:
         self._fn = fn
         self._size = size
         self._workers: list[_Worker] = []
+        cores = cores_allowed()
+        self._cores = cores if size <= len(cores) else []  # more workers than cores: not kept
 
     def __enter__(self) -> _Pool:
         return self
@@ -92,8 +120,10 @@ class _Pool:
             worker.join()
 
     def _start(self) -> _Worker:
+        held = {w.core for w in self._workers}
+        core = next((c for c in self._cores if c not in held), None)
         with _workers_skip_main(), preload.for_workers():
-            worker = _Worker(self._context, self._fn)
+            worker = _Worker(self._context, self._fn, core)
         self._workers.append(worker)
         return worker
 
@@ -159,9 +189,11 @@ def _why_it_died(exitcode: int | None) -> str:
     return f"stopped (exit status {exitcode})"
 
 
-def _serve(conn: Connection, fn: Callable[..., Any], parent: int) -> None:
-    """(In a worker.) Tasks from the pipe until it closes; dies with the parent."""
+def _serve(conn: Connection, fn: Callable[..., Any], parent: int, core: int | None) -> None:
+    """(In a worker.) Tasks from the pipe until it closes, on its core; dies with the parent."""
     _die_with(parent)
+    if core is not None:
+        keep_to({core})
     while True:
         try:
             task = conn.recv()
