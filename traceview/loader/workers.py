@@ -7,7 +7,7 @@ with the process that started them: on Linux the kernel kills them when it exits
 (PR_SET_PDEATHSIG), elsewhere they notice it is gone within a second; so does multiprocessing's
 resource tracker, once no worker is left. A kill -9 of `traceview` leaves no process behind.
 
-Where there are no more workers than cores, each worker keeps to a core of its own (Linux). A
+Where there are as many workers as cores, each keeps to a core of its own (Linux). A
 worker hands each polars query to polars' pool thread and waits for it; on two cores every
 hand-off wakes the other core, which on a virtual machine costs tens of microseconds, and a
 small rank's trace makes hundreds of them. On one core the two threads take turns: a small
@@ -107,8 +107,10 @@ class _Pool:
         self._fn = fn
         self._size = size
         self._workers: list[_Worker] = []
+        # Kept only where the pool is as wide as the machine (every core busy anyway): a
+        # narrower pool kept to the first cores would share them with another's.
         cores = cores_allowed()
-        self._cores = cores if size <= len(cores) else []  # more workers than cores: not kept
+        self._cores = cores if size == len(cores) else []
 
     def __enter__(self) -> _Pool:
         return self
