@@ -43,9 +43,10 @@ from tile import tile  # noqa: E402
 
 from traceview.loader.ingest import ingest_trace  # noqa: E402
 from traceview.loader.rank import analyze_trace  # noqa: E402
-from traceview.loader.workers import cores_allowed, keep_to  # noqa: E402
+from traceview.loader.workers import keep_to  # noqa: E402
 from traceview.parse import read_trace  # noqa: E402
 from traceview.parse.stream import MAX_EVENT_BYTES  # noqa: E402
+from traceview.preload import cores_allowed  # noqa: E402
 from traceview.store.partition import source_of, write_partition  # noqa: E402
 
 ROOT = Path(__file__).parents[1]

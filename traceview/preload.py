@@ -32,11 +32,16 @@ POLARS_THREADS_ENV = "POLARS_MAX_THREADS"
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 
 
+def cores_allowed() -> list[int]:
+    """The cores this process may run on, where the platform says (else none)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return []
+    return sorted(os.sched_getaffinity(0))
+
+
 def cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """How many cores this process may run on."""
+    return len(cores_allowed()) or os.cpu_count() or 1
 
 
 def for_the_program() -> None:

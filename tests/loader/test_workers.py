@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from traceview.loader.workers import _Pool, cores_allowed, map_in_processes
+from traceview.loader.workers import _Pool, map_in_processes
+from traceview.preload import cores_allowed
 
 CORES = cores_allowed()
 pytestmark = pytest.mark.skipif(

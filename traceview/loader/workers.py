@@ -59,16 +59,10 @@ def map_in_processes(
         return pool.run(tasks, on_done, on_crash)
 
 
-def cores_allowed() -> list[int]:
-    """The cores this process may run on, where the platform says (else none)."""
-    if not hasattr(os, "sched_getaffinity"):
-        return []
-    return sorted(os.sched_getaffinity(0))
-
-
 def keep_to(cores: Iterable[int]) -> None:
     """This process, each of its threads (polars starts its own as it loads) and those they
     start, kept to these cores."""
+    cores = set(cores)  # read once per thread below
     with suppress(OSError):  # no such folder: not Linux
         threads = os.listdir("/proc/self/task")
         for thread in threads:
@@ -109,7 +103,7 @@ class _Pool:
         self._workers: list[_Worker] = []
         # Kept only where the pool is as wide as the machine (every core busy anyway): a
         # narrower pool kept to the first cores would share them with another's.
-        cores = cores_allowed()
+        cores = preload.cores_allowed()
         self._cores = cores if size == len(cores) else []
 
     def __enter__(self) -> _Pool:
