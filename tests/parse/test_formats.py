@@ -52,6 +52,28 @@ def test_metadata_before_and_after_the_events(tmp_path):
     assert trace.meta.extra["displayTimeUnit"] == "ms"
 
 
+def test_a_list_of_objects_after_the_events_is_no_event_boundary(tmp_path, monkeypatch):
+    # As a tool that writes {"traceEvents": ..., **the rest} leaves a trace: deviceProperties'
+    # objects, `}, {` between them, after the events' array. The read must not cut there, in
+    # whichever chunk the array's end and that list fall.
+    doc = {
+        "traceEvents": EVENTS,
+        "deviceProperties": [{"id": 0, "name": "A"}, {"id": 1, "name": "B"}],
+        "distributedInfo": {"rank": 3, "world_size": 4, "backend": "nccl"},
+    }
+    path = tb.write(tmp_path / "t.json", doc)
+    text = path.read_bytes()
+    array_end = text.index(b"]")  # EVENTS hold no bracket
+    for chunk in (1 << 20, array_end - 3, array_end + 1, array_end + 9, array_end + 40):
+        monkeypatch.setattr(source_module, "CHUNK_SIZE", chunk)
+        monkeypatch.setattr(source_module, "READ_SIZE", chunk)
+        trace = read_trace(path)
+        assert trace.events.height == len(EVENTS), chunk
+        assert (trace.meta.rank, trace.meta.world_size) == (3, 4)
+        assert trace.meta.devices == ("A", "B")
+        assert not trace.truncated and not any(n.lossy for n in trace.notes)
+
+
 def test_rank_is_unknown_without_distributed_info_never_guessed(tmp_path):
     trace = read_trace(tb.write(tmp_path / "rank5.json", tb.document(EVENTS, rank=None)))
     assert trace.meta.rank is None and trace.meta.world_size is None

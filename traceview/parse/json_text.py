@@ -19,6 +19,9 @@ _ESCAPED_QUOTE = re.compile(rb'\\+"')
 # A whole string (escapes included), a bracket or a comma: what splits an array's values.
 _STRUCTURE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{},]', re.S)
 BYTE_AT = re.compile(r"\(byte (\d+)\)")
+# msgspec's words for a value that ends before its text does: the `[` put before a stretch of
+# events closed at a `]` inside it, the end of the events' array.
+CLOSED_EARLY = "trailing characters"
 WHITESPACE = b" \t\r\n"
 _NON_BLANK = re.compile(rb"[^ \t\r\n\xef\xbb\xbf]")
 MAX_CUT_RETRIES = 64  # boundaries tried, latest first, before a stretch is called invalid

@@ -79,6 +79,10 @@ class EventStream:
         self._decoder = BatchDecoder(self.result)
         use = fast.available() if compiled is None else compiled
         self._scanner = fast.Scanner() if use else None
+        # The events' array ends in the bytes read: nothing more is cut (a `}` `,` `{` in the
+        # keys after it, a list of objects such as deviceProperties, is no boundary between
+        # events), and what follows the last cut is read whole by _finish.
+        self._array_ended = False
         self.odd_batches = 0  # batches the compiled scanner left to the pure-Python path
 
     @property
@@ -126,7 +130,7 @@ class EventStream:
                 pos = self._find_array(_bytes(buf), at_eof=False)
                 if pos is None:
                     continue
-            cut = self._last_cut(buf, pos)
+            cut = None if self._array_ended else self._last_cut(buf, pos)
             if cut is None:
                 self._check_event_size(buf, pos)
             else:
@@ -210,6 +214,7 @@ class EventStream:
             scanned = self._scanner.scan(buf, pos, self._decoder.precise)
             if scanned.ended:  # the last event and the document's end are read below
                 self._scanner = None
+                self._array_ended = True
             if not scanned.odd:
                 self._decoder.precise = scanned.precise
                 return None if scanned.batch is None else (scanned.batch, scanned.next)
@@ -231,6 +236,9 @@ class EventStream:
             try:
                 batch = self._decoder.decode(doc)
             except msgspec.DecodeError as e:
+                if json_text.CLOSED_EARLY in str(e):  # the array's `]` lies before the cut
+                    self._array_ended = True
+                    return None
                 at = json_text.BYTE_AT.search(str(e))
                 if at is not None and int(at[1]) < len(doc) - 1:
                     # Broken before the bracket added at the end: no cut further left can
