@@ -186,11 +186,12 @@ def test_an_invalid_pattern_names_the_regex_error(pattern, reason):
 
 
 def test_max_event_mb_bounds_one_event(tmp_path):
-    huge = tb.cpu_op("x" * (3 << 20), 1, 1)
+    # Longer than two of the 4 MB reads: a stretch without a boundary the reader would hold.
+    huge = tb.cpu_op("x" * (9 << 20), 1, 1)
     path = tb.write(tmp_path / "t.json", tb.document([*GOOD, huge]))
     refused = traceview("analyze", path, "--max-event-mb", "1")
     assert refused.code == 2 and "raise it with --max-event-mb" in refused.err
-    assert traceview("analyze", path, "--max-event-mb", "8").code == 0
+    assert traceview("analyze", path, "--max-event-mb", "16").code == 0
 
 
 def test_dashboard_port_out_of_range_or_in_use(tmp_path):

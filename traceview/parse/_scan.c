@@ -851,7 +851,7 @@ typedef struct {
     Py_ssize_t close, next; /* the last event's `}`, and where the next one starts */
     int64_t first_ts; /* NONE when no timestamp yet */
     int any_fraction, big_fraction_ts, big_fraction_dur, rounded;
-    int ended; /* the array's end follows: the rest is the caller's */
+    int ended; /* the array's `]` follows the batch, at next: the rest is the caller's */
     int out_of_memory;
 } Result;
 
@@ -882,21 +882,21 @@ static void scan(Scanner *sc, const unsigned char *base, Py_ssize_t len, Py_ssiz
         const unsigned char *close = p - 1;
         p = skip_ws(p, end);
         if (p >= end) return;
-        if (*p == ']') { /* the last event: read by the caller with the document's end */
-            res->ended = 1;
-            return;
+        /* The last event: committed too, the array's `]` and what follows left to the caller. */
+        int last = *p == ']';
+        if (!last) {
+            if (*p != ',') {
+                res->status = ST_ODD;
+                return;
+            }
+            p = skip_ws(p + 1, end);
+            if (p >= end) return;
+            if (*p != '{') {
+                res->status = ST_ODD;
+                return;
+            }
         }
-        if (*p != ',') {
-            res->status = ST_ODD;
-            return;
-        }
-        p = skip_ws(p + 1, end);
-        if (p >= end) return;
-        if (*p != '{') {
-            res->status = ST_ODD;
-            return;
-        }
-        /* A whole event with a boundary after it: commit it. */
+        /* A whole event with a boundary (or the array's end) after it: commit it. */
         if (ev.ph == 'X') {
             if (ev.odd_for_complete) {
                 res->status = ST_ODD;
@@ -966,6 +966,10 @@ static void scan(Scanner *sc, const unsigned char *base, Py_ssize_t len, Py_ssiz
         res->status = ST_BATCH;
         res->close = close - base;
         res->next = p - base;
+        if (last) {
+            res->ended = 1;
+            return;
+        }
     }
 }
 
@@ -1163,7 +1167,7 @@ static PyStructSequence_Field SCAN_FIELDS[] = {
     {"big_fraction_ts", "a timestamp with a fraction beyond float64's exact range"},
     {"big_fraction_dur", "a duration with a fraction beyond float64's exact range"},
     {"rounded", "a time with more than 3 decimals, read as float64 reads it"},
-    {"ended", "the array's end follows the batch"},
+    {"ended", "the array's `]` follows the batch, at next"},
     {NULL, NULL},
 };
 static PyStructSequence_Desc SCAN_RESULT_DESC = {

@@ -108,7 +108,7 @@ class Scanned(msgspec.Struct, frozen=True):
     odd: bool
     next: int  # where the next event starts, after a batch
     precise: bool  # the trace's timestamps are epoch microseconds with fractions
-    ended: bool  # the array's end follows the batch: the caller reads the rest
+    ended: bool  # the array's `]` follows the batch (at next): the caller reads the rest
 
 
 class Scanner:

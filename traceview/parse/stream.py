@@ -257,9 +257,17 @@ class EventStream:
     # -- the end --------------------------------------------------------------------------
 
     def _finish(self, buf: Bytes, pos: int) -> Iterator[Batch]:
-        """The last event, then the keys after the array (object form)."""
+        """The last event (unless the compiled scanner read it), then the keys after the
+        array (object form)."""
         rest = buf[pos:]
         self._offset += pos  # file offset of rest
+        body = rest.lstrip(json_text.WHITESPACE)
+        if body.startswith(b"]"):  # no event left: the compiled scanner read the last one
+            if not self.result.bare_array:
+                self._read_trailer(body[1:])
+                return
+            if not body[1:].strip(json_text.WHITESPACE):
+                return
         if self.result.bare_array:
             yield from self._finish_array(rest)
             return
@@ -274,10 +282,6 @@ class EventStream:
                 self._read_trailer(rest[m.end() :])
                 yield events
                 return
-        body = rest.lstrip(json_text.WHITESPACE)
-        if body.startswith(b"]"):  # an empty event array
-            self._read_trailer(body[1:])
-            return
         self._cut_short(rest, kept=0)
 
     def _finish_array(self, rest: Bytes) -> Iterator[Batch]:
