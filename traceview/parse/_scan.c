@@ -143,7 +143,9 @@ static int64_t intern(Intern *t, const char *p, size_t n) {
     uint32_t j = (uint32_t)h & (t->n_slots - 1);
     while (t->slots[j] >= 0) {
         int32_t id = t->slots[j];
-        if (t->hashes[j] == h && t->length[id] == n && memcmp(t->arena + t->offset[id], p, n) == 0)
+        /* memcmp is not given the arena while it is empty (NULL): the empty string is equal. */
+        if (t->hashes[j] == h && t->length[id] == n &&
+            (n == 0 || memcmp(t->arena + t->offset[id], p, n) == 0))
             return id;
         j = (j + 1) & (t->n_slots - 1);
     }
