@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from tests import tracebuild as tb
+from traceview.errors import TraceviewError
 from traceview.parse import read_trace
 from traceview.parse import source as source_module
 
@@ -72,6 +73,24 @@ def test_a_list_of_objects_after_the_events_is_no_event_boundary(tmp_path, monke
         assert (trace.meta.rank, trace.meta.world_size) == (3, 4)
         assert trace.meta.devices == ("A", "B")
         assert not trace.truncated and not any(n.lossy for n in trace.notes)
+
+
+def test_events_after_a_stray_bracket_are_invalid_json_not_a_cut(tmp_path, monkeypatch):
+    # `}], {` in the middle of the events: the array seems to end there, and what follows is
+    # no key of the document. Refused where it breaks, not read as a trace whose keys after the
+    # events were cut off (which would keep half its events under a note about keys).
+    events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(400)]
+    text = json.dumps(tb.document(events))
+    middle = text.index('{"ph"', len(text) // 2)
+    stray = text.rindex("}", 0, middle) + 1  # just after the event before the middle one
+    path = tmp_path / "t.json"
+    path.write_text(text[:stray] + "]" + text[stray:])
+    after = text.index("{", stray) + 1  # the next event's `{`, one byte on for the `]`
+    for chunk in (1 << 20, 4096):
+        monkeypatch.setattr(source_module, "CHUNK_SIZE", chunk)
+        monkeypatch.setattr(source_module, "READ_SIZE", chunk)
+        with pytest.raises(TraceviewError, match=rf"invalid JSON at byte {after:,} "):
+            read_trace(path)
 
 
 def test_rank_is_unknown_without_distributed_info_never_guessed(tmp_path):

@@ -264,7 +264,7 @@ class EventStream:
         body = rest.lstrip(json_text.WHITESPACE)
         if body.startswith(b"]"):  # no event left: the compiled scanner read the last one
             if not self.result.bare_array:
-                self._read_trailer(body[1:])
+                self._read_trailer(body[1:], self._offset + len(rest) - len(body) + 1)
                 return
             if not body[1:].strip(json_text.WHITESPACE):
                 return
@@ -279,7 +279,7 @@ class EventStream:
                     events = self._decoder.decode(b"[" + rest[: m.end() - 1] + b"]")
                 except msgspec.DecodeError:
                     continue  # a "}]" inside the trailing keys, or the cut
-                self._read_trailer(rest[m.end() :])
+                self._read_trailer(rest[m.end() :], self._offset + m.end())
                 yield events
                 return
         self._cut_short(rest, kept=0)
@@ -323,11 +323,23 @@ class EventStream:
             pass
         self.result.truncated = True
 
-    def _read_trailer(self, trailer: Bytes) -> None:
-        """The keys after the events: `, "traceName": "..." }` in a whole file."""
+    def _read_trailer(self, trailer: Bytes, at: int) -> None:
+        """The keys after the events (`, "traceName": "..." }` in a whole file), which begin
+        at byte `at`. Cut short, they are lost; not JSON (more events after a stray `]`, say),
+        the trace is refused where they break, as other invalid JSON is."""
+        head = b'{"traceEvents":[]'
         try:
-            meta = json_text.decode_json(b'{"traceEvents":[]' + trailer)
-        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+            meta = json_text.decode_json(head + trailer)
+        except msgspec.DecodeError as e:
+            broken = json_text.BYTE_AT.search(str(e))  # a cut has no place: the input ran out
+            if broken is not None:
+                where = at + int(broken[1]) - len(head)
+                raise StreamError(
+                    f"invalid JSON at byte {where:,} ({json_text.reason(e)})"
+                ) from None
+            self.result.truncated = self.result.lost_trailer = True
+            return
+        except (RecursionError, UnicodeDecodeError):
             if trailer.strip(json_text.WHITESPACE):
                 self.result.truncated = self.result.lost_trailer = True
             return
