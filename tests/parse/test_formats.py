@@ -9,7 +9,7 @@ import pytest
 
 from tests import tracebuild as tb
 from traceview.errors import TraceviewError
-from traceview.parse import read_trace
+from traceview.parse import halves, read_trace
 from traceview.parse import source as source_module
 
 EVENTS = [tb.step(1, 0, 100), tb.launch(1, 5), tb.kernel("k", 10, 20, 1)]
@@ -91,6 +91,25 @@ def test_events_after_a_stray_bracket_are_invalid_json_not_a_cut(tmp_path, monke
         monkeypatch.setattr(source_module, "READ_SIZE", chunk)
         with pytest.raises(TraceviewError, match=rf"invalid JSON at byte {after:,} "):
             read_trace(path)
+
+
+@pytest.mark.parametrize("halves_read", [False, True])
+def test_bytes_after_a_whole_document_are_ignored_and_said(tmp_path, monkeypatch, halves_read):
+    # Zeros after the JSON, as a crash can leave a file's last blocks: the document is whole, its
+    # keys after the events are read, the zeros counted in a note.
+    events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(400)]
+    doc = {"traceEvents": events, "distributedInfo": {"rank": 3, "world_size": 4}}
+    path = tmp_path / "t.json"
+    path.write_bytes(json.dumps(doc).encode() + b"\x00" * 3000)
+    if halves_read:  # the second half reads the end: what it found joins the first's
+        monkeypatch.setattr(halves, "SPLIT_MIN_BYTES", 0)
+        monkeypatch.setattr(source_module, "CHUNK_SIZE", 4096)
+        monkeypatch.setattr(source_module, "READ_SIZE", 4096)
+    trace = read_trace(path)
+    assert trace.events.height == 400 and not trace.truncated
+    assert (trace.meta.rank, trace.meta.world_size) == (3, 4)
+    said = [n for n in trace.notes if "after the end of the JSON document" in n.message]
+    assert len(said) == 1 and said[0].message.startswith("3,000 bytes") and said[0].lossy
 
 
 def test_rank_is_unknown_without_distributed_info_never_guessed(tmp_path):

@@ -32,6 +32,7 @@ class StreamResult(msgspec.Struct):
     retyped_events: int = 0  # events decoded leniently after a type mismatch
     dropped_events: int = 0  # events whose fields could not be read at all
     repaired_events: int = 0  # batches whose bytes that are not UTF-8 were replaced
+    trailing_bytes: int = 0  # bytes after the end of the JSON document, not JSON: ignored
 
 
 class BatchDecoder:

@@ -31,6 +31,18 @@ def decode_json(data: Bytes) -> Any:
     return msgspec.json.decode(data)
 
 
+def document_before(text: Bytes, place: int) -> tuple[Any, int] | None:
+    """The JSON document that `text` holds before the bytes msgspec called trailing at `place`
+    (it names the byte after the first of them, or that byte), and where it ends; None if no
+    document ends there."""
+    for end in (place - 1, place):
+        try:
+            return decode_json(text[:end]), end
+        except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
+            continue
+    return None
+
+
 def reason(error: msgspec.DecodeError) -> str:
     text = str(error).removeprefix("JSON is malformed: ")
     return BYTE_AT.sub("", text).strip()

@@ -326,19 +326,29 @@ class EventStream:
     def _read_trailer(self, trailer: Bytes, at: int) -> None:
         """The keys after the events (`, "traceName": "..." }` in a whole file), which begin
         at byte `at`. Cut short, they are lost; not JSON (more events after a stray `]`, say),
-        the trace is refused where they break, as other invalid JSON is."""
+        the trace is refused where they break, as other invalid JSON is; bytes after the
+        document's end are counted and ignored."""
         head = b'{"traceEvents":[]'
+        text = head + trailer
         try:
-            meta = json_text.decode_json(head + trailer)
+            meta = json_text.decode_json(text)
         except msgspec.DecodeError as e:
             broken = json_text.BYTE_AT.search(str(e))  # a cut has no place: the input ran out
-            if broken is not None:
-                where = at + int(broken[1]) - len(head)
+            if broken is None:
+                self.result.truncated = self.result.lost_trailer = True
+                return
+            place = int(broken[1])
+            whole = (
+                json_text.document_before(text, place) if json_text.CLOSED_EARLY in str(e) else None
+            )
+            if whole is None:
                 raise StreamError(
-                    f"invalid JSON at byte {where:,} ({json_text.reason(e)})"
+                    f"invalid JSON at byte {at + place - len(head):,} ({json_text.reason(e)})"
                 ) from None
-            self.result.truncated = self.result.lost_trailer = True
-            return
+            # The document is whole, and bytes follow it (zeros a crash left, say): ignored,
+            # and said.
+            meta, end = whole
+            self.result.trailing_bytes = len(text) - end
         except (RecursionError, UnicodeDecodeError):
             if trailer.strip(json_text.WHITESPACE):
                 self.result.truncated = self.result.lost_trailer = True

@@ -99,6 +99,14 @@ def read_trace(
                 severity="lossy",
             )
         )
+    if result.trailing_bytes:
+        notes.append(
+            Note(
+                message=f"{result.trailing_bytes:,} bytes after the end of the JSON document are "
+                "not JSON: ignored",
+                severity="lossy",
+            )
+        )
     if result.retyped_events:
         notes.append(
             Note(message=f"{result.retyped_events:,} events had fields of unexpected types")
@@ -188,6 +196,7 @@ def _join(
     result.retyped_events += later.retyped_events
     result.dropped_events += later.dropped_events
     result.repaired_events += later.repaired_events
+    result.trailing_bytes += later.trailing_bytes
 
 
 def _truncation_note(size: int, gzip_cut: bool, lost_trailer: bool, kept: int) -> Note:
