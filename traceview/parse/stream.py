@@ -262,7 +262,7 @@ class EventStream:
         rest = buf[pos:]
         self._offset += pos  # file offset of rest
         body = rest.lstrip(json_text.WHITESPACE)
-        if body.startswith(b"]"):  # no event left: the compiled scanner read the last one
+        if body.startswith(b"]"):  # no event left: an empty array, or the scanner read the last
             if not self.result.bare_array:
                 self._read_trailer(body[1:], self._offset + len(rest) - len(body) + 1)
                 return
