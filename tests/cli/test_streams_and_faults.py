@@ -40,6 +40,19 @@ def test_standard_input_plain_or_gzip(packed):
     assert rank["trace"] == "-" and rank["total"]["compute_us"] == 20.0
 
 
+def test_zeros_that_end_a_piped_trace_are_said():
+    # Read as a stream (never seeked), a trace cut short and zero-filled, as a crash leaves one:
+    # recovered as a cut, the zeros ignored and said, exit 1.
+    events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(400)]
+    data = json.dumps(tb.document(events)).encode()
+    data = data[: data.index(b'{"ph"', len(data) // 2) + 30]
+    result = run("analyze", "-", stdin=data + bytes(5000))
+    assert result.returncode == 1, result.stderr
+    warnings = result.stderr.decode().splitlines()
+    assert any(f"trace is cut short at byte {len(data):,}, inside an event" in w for w in warnings)
+    assert any("5,000 zero bytes end the trace: not JSON, ignored" in w for w in warnings)
+
+
 def test_dev_stdin_and_an_empty_pipe():
     data = json.dumps(tb.document(GOOD)).encode()
     assert run("analyze", "/dev/stdin", stdin=data).returncode == 0

@@ -95,21 +95,117 @@ def test_events_after_a_stray_bracket_are_invalid_json_not_a_cut(tmp_path, monke
 
 @pytest.mark.parametrize("halves_read", [False, True])
 def test_bytes_after_a_whole_document_are_ignored_and_said(tmp_path, monkeypatch, halves_read):
-    # Zeros after the JSON, as a crash can leave a file's last blocks: the document is whole, its
-    # keys after the events are read, the zeros counted in a note.
+    # Something that is not JSON after the document: the document is whole, its keys after the
+    # events are read, the bytes after it counted in a note.
     events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(400)]
     doc = {"traceEvents": events, "distributedInfo": {"rank": 3, "world_size": 4}}
     path = tmp_path / "t.json"
-    path.write_bytes(json.dumps(doc).encode() + b"\x00" * 3000)
+    path.write_bytes(json.dumps(doc).encode() + b"#\n" * 1500)
     if halves_read:  # the second half reads the end: what it found joins the first's
-        monkeypatch.setattr(halves, "SPLIT_MIN_BYTES", 0)
-        monkeypatch.setattr(source_module, "CHUNK_SIZE", 4096)
-        monkeypatch.setattr(source_module, "READ_SIZE", 4096)
+        _read_in_halves(monkeypatch)
     trace = read_trace(path)
     assert trace.events.height == 400 and not trace.truncated
     assert (trace.meta.rank, trace.meta.world_size) == (3, 4)
     said = [n for n in trace.notes if "after the end of the JSON document" in n.message]
     assert len(said) == 1 and said[0].message.startswith("3,000 bytes") and said[0].lossy
+
+
+def _read_in_halves(monkeypatch, chunk: int = 4096) -> None:
+    monkeypatch.setattr(halves, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(source_module, "CHUNK_SIZE", chunk)
+    monkeypatch.setattr(source_module, "READ_SIZE", chunk)
+
+
+ZEROS = 9_000  # longer than two of the small reads below: a zero tail across chunks
+
+
+@pytest.mark.parametrize("cut", [False, True])
+@pytest.mark.parametrize("how", ["plain", "gzip", "halves", "small reads"])
+def test_zeros_that_end_the_file_are_ignored_and_said(tmp_path, monkeypatch, cut, how):
+    # A crash while a trace is written can leave its last blocks zero-filled, after the whole
+    # document or inside the events. The zeros are no part of the trace: what is before them is
+    # read as if the file ended there (a whole trace, or one cut short), and they are counted.
+    events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(400)]
+    text = json.dumps({"traceEvents": events, "distributedInfo": {"rank": 3, "world_size": 4}})
+    data = text.encode()
+    if cut:  # inside an event past the middle
+        data = data[: data.index(b'{"ph"', len(data) // 2) + 30]
+    path = tmp_path / "t.json"
+    path.write_bytes(gzip.compress(data + bytes(ZEROS)) if how == "gzip" else data + bytes(ZEROS))
+    if how == "halves":
+        _read_in_halves(monkeypatch)
+    elif how == "small reads":  # a read ending inside the data, the next ones all zeros
+        _read_in_halves(monkeypatch, chunk=len(data) // 3 + 7)
+        monkeypatch.setattr(halves, "SPLIT_MIN_BYTES", 1 << 40)
+    trace = read_trace(path)
+    assert trace.truncated == cut
+    assert trace.events.height == (text[: len(data)].count('"ph"') - cut if cut else 400)
+    assert (trace.meta.rank, trace.meta.world_size) == ((None, None) if cut else (3, 4))
+    said = [n for n in trace.notes if "zero bytes end the trace" in n.message]
+    assert len(said) == 1 and said[0].message.startswith(f"{ZEROS:,} zero") and said[0].lossy
+    if cut:  # the cut is said where the data ends, not where the zeros do
+        assert any(f"cut short at byte {len(data):,}," in n.message for n in trace.notes)
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 4096])
+def test_zeros_that_data_follows_are_invalid_json(tmp_path, monkeypatch, chunk):
+    # Only zeros that reach the file's end are a tail: zeros in the middle are refused where
+    # they start, as any byte that is not JSON.
+    events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(400)]
+    data = json.dumps(tb.document(events)).encode()
+    at = data.index(b'{"ph"', len(data) // 2)
+    path = tmp_path / "t.json"
+    path.write_bytes(data[:at] + bytes(ZEROS) + data[at:])
+    monkeypatch.setattr(source_module, "CHUNK_SIZE", chunk)
+    monkeypatch.setattr(source_module, "READ_SIZE", chunk)
+    with pytest.raises(TraceviewError, match=rf"invalid JSON at byte {at:,} "):
+        read_trace(path)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_file_of_zeros_is_said_in_one_line(tmp_path, packed):
+    path = tmp_path / "t.json"
+    path.write_bytes(gzip.compress(bytes(ZEROS)) if packed else bytes(ZEROS))
+    with pytest.raises(TraceviewError, match=rf"holds only zero bytes \({ZEROS:,}\): nothing"):
+        read_trace(path)
+
+
+@pytest.mark.parametrize("halves_read", [False, True])
+def test_keys_after_the_events_with_bytes_not_utf8_are_read_repaired(
+    tmp_path, monkeypatch, halves_read
+):
+    # Whole, not cut: read as the events are, the bytes replaced, and said; the rank is kept.
+    events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(400)]
+    text = json.dumps({"traceEvents": events, "traceName": "NAME"}).encode()[:-1]
+    info = b', "distributedInfo": {"rank": 3, "world_size": 4}}'
+    path = tmp_path / "t.json"
+    path.write_bytes(text.replace(b"NAME", b"host-\xff\xfe") + info)
+    if halves_read:
+        _read_in_halves(monkeypatch)
+    trace = read_trace(path)
+    assert trace.events.height == 400 and not trace.truncated
+    assert (trace.meta.rank, trace.meta.world_size) == (3, 4)
+    assert trace.meta.extra["traceName"] == "host-\ufffd\ufffd"
+    said = [n.message for n in trace.notes if n.lossy]
+    assert said == [
+        "the keys after the events held bytes that are not UTF-8: they were replaced (U+FFFD)"
+    ]
+
+
+def test_keys_after_the_events_nested_too_deep_are_skipped_not_called_a_cut(tmp_path):
+    events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(400)]
+    text = json.dumps({"traceEvents": events}).encode()[:-1]
+    deep = b', "deep": ' + b"[" * 5000 + b"]" * 5000 + b', "distributedInfo": {"rank": 3}}'
+    path = tmp_path / "t.json"
+    path.write_bytes(text + deep)
+    trace = read_trace(path)
+    assert trace.events.height == 400 and not trace.truncated
+    assert trace.meta.rank is None
+    said = [n.message for n in trace.notes if n.lossy]
+    assert said == [
+        "the keys after the events are nested too deep to read: they were skipped (a rank or "
+        "world size among them is unknown)"
+    ]
 
 
 def test_rank_is_unknown_without_distributed_info_never_guessed(tmp_path):

@@ -3,7 +3,7 @@ can be, else event by event, keeping what can be read and counting what cannot."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -33,6 +33,9 @@ class StreamResult(msgspec.Struct):
     dropped_events: int = 0  # events whose fields could not be read at all
     repaired_events: int = 0  # batches whose bytes that are not UTF-8 were replaced
     trailing_bytes: int = 0  # bytes after the end of the JSON document, not JSON: ignored
+    # The keys after the events, whole but unread as written: bytes that are not UTF-8 were
+    # replaced to read them ("repaired"), or they are nested too deep to read ("too deep").
+    trailer_unread: Literal["repaired", "too deep"] | None = None
 
 
 class BatchDecoder:

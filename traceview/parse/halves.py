@@ -79,6 +79,7 @@ class SecondHalf:
     result: StreamResult | None = None  # set when it read to the end
     decoded_unsure: bool = False  # see EventStream.decoded_unsure
     size: int = 0  # the file's bytes, both halves together
+    zero_tail: int = 0  # the zero bytes that end the file (ByteSource.zero_tail)
     _cancel: threading.Event = field(default_factory=threading.Event)
     _cancelled: bool = False
     _thread: threading.Thread | None = None
@@ -111,6 +112,7 @@ class SecondHalf:
             batches.close()  # type: ignore[attr-defined]
         self.decoded_unsure = stream.decoded_unsure
         self.size = self.split.start + source.uncompressed_bytes
+        self.zero_tail = source.zero_tail
         self.result = stream.result
 
     def _progress(self, consumed: int, _size: int) -> None:

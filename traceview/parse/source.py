@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import mmap
 import re
 import sys
@@ -46,7 +47,9 @@ INFLATE_AHEAD = 2  # inflated chunks ready before the reader asks (bounds memory
 
 class ByteSource:
     """Reads one input. After iteration: `cut_short` (a gzip stream ended early),
-    `trailing_bytes` (non-gzip bytes after the end of the compressed stream, ignored)."""
+    `trailing_bytes` (non-gzip bytes after the end of the compressed stream, ignored),
+    `zero_tail` (zero bytes that end the trace's bytes, not handed on: a crash while a file is
+    written can leave its last blocks so, and those stand in for bytes never written)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -62,6 +65,7 @@ class ByteSource:
         self.compressed = False
         self.cut_short = False
         self.trailing_bytes = 0
+        self.zero_tail = 0
         self.uncompressed_bytes = 0
 
     def chunks(
@@ -76,6 +80,7 @@ class ByteSource:
                 mapping = _map(f)
                 if mapping is not None:
                     yield from self._mapped(mapping, 0, CHUNK_SIZE, progress)
+                    self._refuse_only_zeros()
                     return
             if self.compressed:  # inflated on a thread of its own, beside the scanning
                 chunks: Iterator[bytes | memoryview] = made_ahead(
@@ -83,9 +88,10 @@ class ByteSource:
                 )
             else:
                 chunks = self._plain(f, first, progress)
-            for chunk in chunks:
+            for chunk in self._without_zero_tail(chunks):
                 self.uncompressed_bytes += len(chunk)
                 yield chunk
+        self._refuse_only_zeros()
 
     def chunks_from(
         self,
@@ -105,12 +111,36 @@ class ByteSource:
                 return
             f.seek(start)
             first = f.read(aligned + CHUNK_SIZE - start)  # one piece, as the whole file's buffer
-            self.uncompressed_bytes += len(first)
-            yield first
             rest = self._plain(f, self._read(f), progress, consumed=start + len(first))
-            for chunk in rest:
+            for chunk in self._without_zero_tail(itertools.chain([first], rest)):
                 self.uncompressed_bytes += len(chunk)
                 yield chunk
+
+    def _without_zero_tail(
+        self, chunks: Iterator[bytes | memoryview]
+    ) -> Iterator[bytes | memoryview]:
+        """The chunks less the zero bytes that end them, counted in `zero_tail`. Zeros that more
+        bytes follow are handed on (the scanner refuses them), in chunks no longer than those."""
+        held = 0  # zeros seen and not yet handed on
+        for chunk in chunks:
+            data = len(chunk) - _zeros_at_end(chunk)
+            if data == 0:
+                held += len(chunk)
+                continue
+            while held:
+                zeros = min(held, CHUNK_SIZE)
+                yield bytes(zeros)
+                held -= zeros
+            yield chunk if data == len(chunk) else chunk[:data]
+            held = len(chunk) - data
+        self.zero_tail = held
+
+    def _refuse_only_zeros(self) -> None:
+        if self.zero_tail and not self.uncompressed_bytes:
+            raise TraceviewError(
+                f"{self.path}: holds only zero bytes ({self.zero_tail:,}): nothing of a trace "
+                "was written to it"
+            )
 
     def _open(self) -> io.BufferedIOBase:
         if str(self.path) == STDIN:
@@ -155,7 +185,8 @@ class ByteSource:
         """Chunks ending at `first_end`, then every CHUNK_SIZE. The pages before the chunk last
         handed on are let go as it goes (read again from the page cache if asked for again), so
         the mapping holds no more of the file in memory than reading it would."""
-        size = len(mapping)
+        size = len(mapping) - _mapped_zero_tail(mapping)
+        self.zero_tail = len(mapping) - size
         if size <= start:
             mapping.close()
             return
@@ -249,6 +280,27 @@ def _inflater() -> zlib._Decompress:  # ISA-L's has the same methods
     inflating = compression.inflating
     decompressor: zlib._Decompress = inflating.decompressobj(16 + inflating.MAX_WBITS)
     return decompressor
+
+
+def _zeros_at_end(chunk: bytes | memoryview) -> int:
+    """How many zero bytes end the chunk (the last byte alone is looked at where it is not)."""
+    if not chunk or chunk[-1] != 0:
+        return 0
+    return len(chunk) - len(bytes(chunk).rstrip(b"\0"))
+
+
+_ZERO_LOOK = 1 << 20  # a mapped file's zero tail is looked for this many bytes at a time
+
+
+def _mapped_zero_tail(mapping: mmap.mmap) -> int:
+    """How many zero bytes end the mapped file."""
+    end = len(mapping)
+    while end and mapping[end - 1] == 0:
+        start = max(0, end - _ZERO_LOOK)
+        end = start + len(mapping[start:end].rstrip(b"\0"))
+        if end > start:
+            break
+    return len(mapping) - end
 
 
 def _map(f: io.BufferedIOBase) -> mmap.mmap | None:

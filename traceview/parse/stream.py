@@ -327,7 +327,8 @@ class EventStream:
         """The keys after the events (`, "traceName": "..." }` in a whole file), which begin
         at byte `at`. Cut short, they are lost; not JSON (more events after a stray `]`, say),
         the trace is refused where they break, as other invalid JSON is; bytes after the
-        document's end are counted and ignored."""
+        document's end are counted and ignored. Bytes that are not UTF-8 are replaced, as in
+        the events; keys nested too deep to read are skipped, and each is said."""
         head = b'{"traceEvents":[]'
         text = head + trailer
         try:
@@ -345,13 +346,16 @@ class EventStream:
                 raise StreamError(
                     f"invalid JSON at byte {at + place - len(head):,} ({json_text.reason(e)})"
                 ) from None
-            # The document is whole, and bytes follow it (zeros a crash left, say): ignored,
-            # and said.
+            # The document is whole, and bytes follow it (a line another tool appended, say):
+            # ignored, and said.
             meta, end = whole
             self.result.trailing_bytes = len(text) - end
-        except (RecursionError, UnicodeDecodeError):
-            if trailer.strip(json_text.WHITESPACE):
-                self.result.truncated = self.result.lost_trailer = True
+        except UnicodeDecodeError:  # read as the events are: the bytes replaced (U+FFFD)
+            self.result.trailer_unread = "repaired"
+            self._read_trailer(bytes(trailer).decode("utf-8", errors="replace").encode(), at)
+            return
+        except RecursionError:  # a cut may lie past where it stopped: that is not known
+            self.result.trailer_unread = "too deep"
             return
         if isinstance(meta, dict):
             meta.pop("traceEvents", None)

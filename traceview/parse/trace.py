@@ -59,6 +59,7 @@ def read_trace(
     names: dict[tuple[int, int], list[str]] = {}
     events = Events(budget)
     size = 0
+    zero_tail = 0  # of the half that read the file's end
     # Scanned on a thread of its own while this one makes the tables of the batches before;
     # at a pause nothing past it is scanned until this thread says to read on.
     batches = made_ahead(stream.batches(), SCAN_AHEAD, "traceview-scan", _is_pause)
@@ -67,7 +68,7 @@ def read_trace(
             if isinstance(batch, Pause):
                 if second and second.joins(batch.next, stream.precise):
                     _join(stream.result, events, names, second)
-                    size = second.size
+                    size, zero_tail = second.size, second.zero_tail
                     break
                 continue
             events.add(batch)
@@ -85,6 +86,7 @@ def read_trace(
         if second:
             second.cancel()
     size = size or source.uncompressed_bytes
+    zero_tail = zero_tail or source.zero_tail
 
     notes: list[Note] = []
     result = stream.result
@@ -99,6 +101,15 @@ def read_trace(
                 severity="lossy",
             )
         )
+    if zero_tail:
+        notes.append(
+            Note(
+                message=f"{zero_tail:,} zero bytes end the trace: not JSON, ignored (a crash "
+                "while a file is written can leave its last blocks so, in place of what was "
+                "being written)",
+                severity="lossy",
+            )
+        )
     if result.trailing_bytes:
         notes.append(
             Note(
@@ -107,6 +118,8 @@ def read_trace(
                 severity="lossy",
             )
         )
+    if result.trailer_unread:
+        notes.append(Note(message=_TRAILER_UNREAD[result.trailer_unread], severity="lossy"))
     if result.retyped_events:
         notes.append(
             Note(message=f"{result.retyped_events:,} events had fields of unexpected types")
@@ -197,6 +210,15 @@ def _join(
     result.dropped_events += later.dropped_events
     result.repaired_events += later.repaired_events
     result.trailing_bytes += later.trailing_bytes
+    result.trailer_unread = later.trailer_unread
+
+
+_TRAILER_UNREAD = {
+    "repaired": "the keys after the events held bytes that are not UTF-8: they were replaced "
+    "(U+FFFD)",
+    "too deep": "the keys after the events are nested too deep to read: they were skipped (a "
+    "rank or world size among them is unknown)",
+}
 
 
 def _truncation_note(size: int, gzip_cut: bool, lost_trailer: bool, kept: int) -> Note:
