@@ -4,8 +4,19 @@ them), each row given its combination's answer, in the frame's order."""
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
+from traceview.model import distinct
 from traceview.model.distinct import per_distinct
+
+
+@pytest.fixture(autouse=True, params=["looked up", "joined"])
+def way(request, monkeypatch):
+    """Both ways a frame's answers are found: by a dict as its rows are read (a short frame),
+    and by a join on the distinct combinations (a long one)."""
+    if request.param == "joined":
+        monkeypatch.setattr(distinct, "ROWS_LOOKED_UP", 0)
+    return request.param
 
 
 def test_one_call_per_combination_nulls_included_answers_in_row_order():
