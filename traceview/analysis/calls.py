@@ -8,6 +8,7 @@ import polars as pl
 
 from traceview.analysis.spans import exposed_part, kind_set
 from traceview.model import Timeline
+from traceview.model.distinct import per_distinct
 from traceview.tables import CALLS_SCHEMA
 
 # nccl-tests' bus bandwidth factors for a group of n ranks.
@@ -32,19 +33,13 @@ def bus_factor(collective: str | None, n: int | None) -> float | None:
 
 
 def bus_factors(calls: pl.DataFrame) -> pl.Series:
-    """bus_factor of each row's collective and group_size, as one column operation (the same
-    formulas, on a column: a Gloo trace has a call every few events)."""
-    n = pl.col("group_size").cast(pl.Float64)
-    factor = pl.lit(None, pl.Float64)
-    for collective, of in _BUS_FACTOR.items():
-        value = of(n)
-        factor = (
-            pl.when(pl.col("collective") == collective)
-            .then(value if isinstance(value, pl.Expr) else pl.lit(value, pl.Float64))
-            .otherwise(factor)
-        )
-    known = n.is_not_null() & (n >= 1)
-    return calls.select(pl.when(known).then(factor).cast(pl.Float64).alias("factor"))["factor"]
+    """bus_factor of each row's collective and group_size, called once per distinct pair (a
+    Gloo trace has a call every few events, of a few kinds and sizes)."""
+    pairs = calls.select("collective", "group_size")
+    factors = per_distinct(
+        pairs, pairs.columns, lambda c, n: (bus_factor(c, n),), {"factor": pl.Float64()}
+    )
+    return factors["factor"]
 
 
 def traffic_factor(collective: str | None, n: int | None) -> float | None:
