@@ -2,12 +2,14 @@
 
 import gzip
 import json
+import zlib
 
 import msgspec
 import polars as pl
 import pytest
 
 from tests import tracebuild as tb
+from traceview import compression
 from traceview.errors import TraceviewError
 from traceview.parse import halves, read_trace
 from traceview.parse import source as source_module
@@ -116,22 +118,35 @@ def _read_in_halves(monkeypatch, chunk: int = 4096) -> None:
     monkeypatch.setattr(source_module, "READ_SIZE", chunk)
 
 
+def _file(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
 ZEROS = 9_000  # longer than two of the small reads below: a zero tail across chunks
 
 
-@pytest.mark.parametrize("cut", [False, True])
-@pytest.mark.parametrize("how", ["plain", "gzip", "halves", "small reads"])
+@pytest.mark.parametrize(
+    ("how", "cut"),
+    [(how, cut) for how in ("plain", "gzip", "halves", "small reads") for cut in (False, True)]
+    + [("gzipped", False)],
+)
 def test_zeros_that_end_the_file_are_ignored_and_said(tmp_path, monkeypatch, cut, how):
     # A crash while a trace is written can leave its last blocks zero-filled, after the whole
     # document or inside the events. The zeros are no part of the trace: what is before them is
     # read as if the file ended there (a whole trace, or one cut short), and they are counted.
+    # "gzip": the zeros inside a .gz; "gzipped": after it (a cut one: the next test).
     events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(400)]
     text = json.dumps({"traceEvents": events, "distributedInfo": {"rank": 3, "world_size": 4}})
     data = text.encode()
     if cut:  # inside an event past the middle
         data = data[: data.index(b'{"ph"', len(data) // 2) + 30]
     path = tmp_path / "t.json"
-    path.write_bytes(gzip.compress(data + bytes(ZEROS)) if how == "gzip" else data + bytes(ZEROS))
+    if how == "gzipped":
+        path.write_bytes(gzip.compress(data) + bytes(ZEROS))
+    else:
+        whole = data + bytes(ZEROS)
+        path.write_bytes(gzip.compress(whole) if how == "gzip" else whole)
     if how == "halves":
         _read_in_halves(monkeypatch)
     elif how == "small reads":  # a read ending inside the data, the next ones all zeros
@@ -141,10 +156,36 @@ def test_zeros_that_end_the_file_are_ignored_and_said(tmp_path, monkeypatch, cut
     assert trace.truncated == cut
     assert trace.events.height == (text[: len(data)].count('"ph"') - cut if cut else 400)
     assert (trace.meta.rank, trace.meta.world_size) == ((None, None) if cut else (3, 4))
-    said = [n for n in trace.notes if "zero bytes end the trace" in n.message]
+    said = [n for n in trace.notes if "zero bytes end the trace: ignored" in n.message]
     assert len(said) == 1 and said[0].message.startswith(f"{ZEROS:,} zero") and said[0].lossy
     if cut:  # the cut is said where the data ends, not where the zeros do
         assert any(f"cut short at byte {len(data):,}," in n.message for n in trace.notes)
+
+
+@pytest.mark.parametrize("inflating", [compression.inflating, zlib], ids=["default", "zlib"])
+@pytest.mark.parametrize("fraction", [0.3, 0.5, 0.9])
+def test_a_gzip_cut_then_zero_filled_reads_as_the_cut_alone(
+    tmp_path, monkeypatch, inflating, fraction
+):
+    # Zeros fed to a deflate stream cut short inflate to garbage (invalid JSON), or to nothing
+    # and an error: they are held back, and the file is read as the cut alone, plus a note. A
+    # whole member's own last bytes are zeros too (its length, below 16 MiB): it stays whole.
+    monkeypatch.setattr(compression, "inflating", inflating)
+    events = [tb.cpu_op(f"aten::op{i}", i * 10, 5) for i in range(2000)]
+    packed = gzip.compress(json.dumps(tb.document(events)).encode())
+    assert packed.endswith(b"\0")
+    whole = read_trace(_file(tmp_path / "whole.json.gz", packed))
+    assert whole.events.height == 2000 and not whole.truncated and not whole.notes
+    cut = packed[: int(len(packed) * fraction)]
+    alone = read_trace(_file(tmp_path / "cut.json.gz", cut))
+    filled = read_trace(_file(tmp_path / "filled.json.gz", cut + bytes(ZEROS)))
+    assert alone.truncated and filled.truncated and 0 < filled.events.height < 2000
+    assert filled.events.equals(alone.events)
+    zeros = f"{ZEROS:,} zero bytes end the trace: ignored (a crash"
+    assert [n.message for n in filled.notes if not n.message.startswith(zeros)] == [
+        n.message for n in alone.notes
+    ]
+    assert len(filled.notes) == len(alone.notes) + 1
 
 
 @pytest.mark.parametrize("chunk", [1 << 20, 4096])

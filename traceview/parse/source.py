@@ -14,6 +14,7 @@ import sys
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -88,9 +89,11 @@ class ByteSource:
                 )
             else:
                 chunks = self._plain(f, first, progress)
-            for chunk in self._without_zero_tail(chunks):
+            zeros = _HeldZeros(chunks)
+            for chunk in zeros:
                 self.uncompressed_bytes += len(chunk)
                 yield chunk
+            self.zero_tail += zeros.held
         self._refuse_only_zeros()
 
     def chunks_from(
@@ -112,28 +115,11 @@ class ByteSource:
             f.seek(start)
             first = f.read(aligned + CHUNK_SIZE - start)  # one piece, as the whole file's buffer
             rest = self._plain(f, self._read(f), progress, consumed=start + len(first))
-            for chunk in self._without_zero_tail(itertools.chain([first], rest)):
+            zeros = _HeldZeros(itertools.chain([first], rest))
+            for chunk in zeros:
                 self.uncompressed_bytes += len(chunk)
                 yield chunk
-
-    def _without_zero_tail(
-        self, chunks: Iterator[bytes | memoryview]
-    ) -> Iterator[bytes | memoryview]:
-        """The chunks less the zero bytes that end them, counted in `zero_tail`. Zeros that more
-        bytes follow are handed on (the scanner refuses them), in chunks no longer than those."""
-        held = 0  # zeros seen and not yet handed on
-        for chunk in chunks:
-            data = len(chunk) - _zeros_at_end(chunk)
-            if data == 0:
-                held += len(chunk)
-                continue
-            while held:
-                zeros = min(held, CHUNK_SIZE)
-                yield bytes(zeros)
-                held -= zeros
-            yield chunk if data == len(chunk) else chunk[:data]
-            held = len(chunk) - data
-        self.zero_tail = held
+            self.zero_tail = zeros.held
 
     def _refuse_only_zeros(self) -> None:
         if self.zero_tail and not self.uncompressed_bytes:
@@ -215,14 +201,16 @@ class ByteSource:
         inflater = _inflater()
         in_member = False  # fed bytes to `inflater` that have not reached a member's end yet
         consumed = 0  # compressed bytes read before `block`
-        while block:
+        blocks = _HeldZeros(self._blocks(f, block, progress))
+        for block in blocks:
             for at in range(0, len(block), INFLATE_STEP):
                 pending = block[at : at + INFLATE_STEP]
                 where = consumed + at
                 while pending:
                     if not in_member and pending[:2] != GZIP_MAGIC[: len(pending[:2])]:
                         # A whole stream, then bytes that are no gzip member: kept apart.
-                        self.trailing_bytes += len(pending) + self._drain(f, block, at)
+                        after = max(0, len(block) - at - INFLATE_STEP)
+                        self.trailing_bytes += len(pending) + after + blocks.drained()
                         return
                     in_member = True
                     try:
@@ -241,17 +229,40 @@ class ByteSource:
                     else:
                         pending = inflater.unconsumed_tail
             consumed += len(block)
-            if progress:
-                progress(consumed, self.size_on_disk)
-            block = self._read(f)
-        if in_member:
+        held = blocks.held
+        if in_member and held:
+            try:
+                last = _ended_by_zeros(inflater, held)
+            except compression.INFLATE_ERRORS as e:
+                fed = min(held, _MEMBER_END_ZEROS)
+                raise TraceviewError(self._corrupt(e, consumed, fed)) from None
+            if last is None:  # cut short, then zero-filled
+                self.cut_short = True
+            else:  # the zeros began with the member's last bytes (its length, say): whole
+                out, held = last
+                if out:
+                    yield out
+        elif in_member:
             if tail := inflater.flush():
                 yield tail
             self.cut_short = not inflater.eof
+        self.zero_tail += held
+
+    def _blocks(
+        self, f: io.BufferedIOBase, block: bytes, progress: ProgressFn | None
+    ) -> Iterator[bytes]:
+        """The compressed input, read on from `block`, its progress said as it goes."""
+        consumed = 0
+        while block:
+            yield block
+            consumed += len(block)
+            if progress:
+                progress(consumed, self.size_on_disk)
+            block = self._read(f)
 
     def _corrupt(self, error: Exception, where: int, length: int) -> str:
         reason = _ERROR_CODE.sub("", str(error))
-        if "check" in reason.lower():  # the CRC or length at the end: the damage may be anywhere
+        if _fails_its_check(error):  # the CRC or length at the end: the damage may be anywhere
             return (
                 f"{self.path}: corrupt gzip data: its check (CRC or length) fails at the end of "
                 f"its stream (compressed byte {where + length:,}); the damage is somewhere "
@@ -261,13 +272,6 @@ class ByteSource:
             f"{self.path}: corrupt gzip data ({reason}), found in compressed bytes {where:,}–"
             f"{where + length:,}"
         )
-
-    def _drain(self, f: io.BufferedIOBase, block: bytes, at: int) -> int:
-        """How many bytes follow in the block after `at`'s step and in the rest of the input."""
-        rest = max(0, len(block) - at - INFLATE_STEP)
-        while more := self._read(f):
-            rest += len(more)
-        return rest
 
 
 # zlib's "Error -3 while decompressing data: invalid block type", ISA-L's "Error -1 Invalid
@@ -280,6 +284,59 @@ def _inflater() -> zlib._Decompress:  # ISA-L's has the same methods
     inflating = compression.inflating
     decompressor: zlib._Decompress = inflating.decompressobj(16 + inflating.MAX_WBITS)
     return decompressor
+
+
+class _HeldZeros:
+    """The chunks of an input less the zero bytes that end it, counted in `held` once all are
+    read: a crash while a file is written can leave its last blocks zero-filled. Zeros that more
+    bytes follow are handed on before them, in pieces no longer than CHUNK_SIZE."""
+
+    def __init__(self, chunks: Iterator[Any]) -> None:
+        self._chunks = chunks
+        self.held = 0
+
+    def __iter__(self) -> Iterator[Any]:
+        for chunk in self._chunks:
+            data = len(chunk) - _zeros_at_end(chunk)
+            if data == 0:
+                self.held += len(chunk)
+                continue
+            while self.held:
+                zeros = min(self.held, CHUNK_SIZE)
+                yield bytes(zeros)
+                self.held -= zeros
+            yield chunk if data == len(chunk) else chunk[:data]
+            self.held = len(chunk) - data
+
+    def drained(self) -> int:
+        """The bytes not handed on: the zeros held and every chunk not yet read."""
+        return self.held + sum(len(chunk) for chunk in self._chunks)
+
+
+# Zeros a gzip member's own last bytes may end in: the last deflate byte, its CRC and length.
+_MEMBER_END_ZEROS = 9
+
+
+def _ended_by_zeros(inflater: zlib._Decompress, held: int) -> tuple[bytes, int] | None:
+    """Whether the `held` zeros that end a gzip file end its last member (`inflater`, fed all
+    the bytes before them): the output they give and how many zeros follow the member; None
+    where they do not (the member was cut short, and zeros fill the rest). The inflater is of no
+    use after a None: zeros fed to a cut member inflate to garbage, dropped here (what the bytes
+    before them give has all been had: its output is not held back). A member they end whose
+    check fails is damaged: that error is raised."""
+    fed = min(held, _MEMBER_END_ZEROS)
+    try:
+        out = inflater.decompress(bytes(fed))
+    except compression.INFLATE_ERRORS as e:
+        if _fails_its_check(e):  # the member ended, and its data is damaged: said so
+            raise
+        return None
+    return (out, held - fed + len(inflater.unused_data)) if inflater.eof else None
+
+
+def _fails_its_check(error: Exception) -> bool:
+    """Whether an inflater's error is the CRC or length at a member's end not matching."""
+    return "check" in str(error).lower()
 
 
 def _zeros_at_end(chunk: bytes | memoryview) -> int:

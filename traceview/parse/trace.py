@@ -104,9 +104,9 @@ def read_trace(
     if zero_tail:
         notes.append(
             Note(
-                message=f"{zero_tail:,} zero bytes end the trace: not JSON, ignored (a crash "
-                "while a file is written can leave its last blocks so, in place of what was "
-                "being written)",
+                message=f"{zero_tail:,} zero bytes end the trace: ignored (a crash while a "
+                "file is written can leave its last blocks so, in place of what was being "
+                "written)",
                 severity="lossy",
             )
         )
