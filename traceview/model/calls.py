@@ -31,20 +31,13 @@ def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame
         .select("row", "name", "pid", "tid", "ts_ns", "end_ns"),
         events.height,
     ).join(comm_args, on="row", how="left")
-    name = pl.col("name").cast(pl.String)
-    source = (
-        pl.when(name == "record_param_comms")
-        .then(pl.lit("record_param_comms"))
-        .when(name.str.starts_with("c10d::"))
-        .then(pl.lit("c10d"))
-        .otherwise(pl.lit("span"))
-    )
-    return per_distinct(ops.with_columns(source=source), _OP_INPUTS, _op_fields, _OP_FIELDS)
+    return per_distinct(ops, _OP_INPUTS, _op_fields, _OP_FIELDS)
 
 
 # The columns an op's collective and sizes are read from (its name, the args of parse/args.py),
-# and what is read: the collective, and each side's bytes with how well they are known.
-_OP_INPUTS = ("name", "source", "collective_name", *messages.SIZE_ARGS)
+# and what is read: the collective, and each side's bytes with how well they are known; how
+# well the op names its collective and carries the arguments (_NAME_RANK, _ARGS_RANK).
+_OP_INPUTS = ("name", "collective_name", *messages.SIZE_ARGS)
 _OP_FIELDS: dict[str, pl.DataType] = {
     "op_collective": pl.String(),
     "op_in": pl.Int64(),
@@ -52,20 +45,29 @@ _OP_FIELDS: dict[str, pl.DataType] = {
     "op_out": pl.Int64(),
     "op_out_q": pl.Int8(),
     "op_elem": pl.Int64(),
+    "op_name_rank": pl.Int8(),
+    "op_args_rank": pl.Int8(),
 }
 
 
-def _op_fields(
-    name: str, source: str, collective_name: str | None, *size_args: Any
-) -> tuple[object, ...]:
-    """One op's collective, its input and output bytes each with how well it is known, and
-    its element size (`size_args`: messages.SIZE_ARGS)."""
+def _op_fields(name: str, collective_name: str | None, *size_args: Any) -> tuple[object, ...]:
+    """One op's collective, its input and output bytes each with how well it is known, its
+    element size (`size_args`: messages.SIZE_ARGS), and its ranks as a source."""
     op = str(name)
+    source = _source_of(op)
     label = collective_name if source == "record_param_comms" else op
     shape_q = _C10D_SHAPES if source == "c10d" else _INPUT_SHAPE
     *sides, elem = messages.recorded_sizes(op, *size_args)
     known = [(size, _COUNTS if counted else shape_q) for size, counted in sides]
-    return (collective_of(label), *known[0], *known[1], elem)
+    ranks = (_NAME_RANK[source], _ARGS_RANK[source])
+    return (collective_of(label), *known[0], *known[1], elem, *ranks)
+
+
+def _source_of(op: str) -> str:
+    """Which kind of op launches the collective: _NAME_RANK's and _ARGS_RANK's keys."""
+    if op == "record_param_comms":
+        return op
+    return "c10d" if op.startswith("c10d::") else "span"
 
 
 def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
@@ -75,8 +77,7 @@ def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
     ops = ops.sort("pid", "tid", "ts_ns", -pl.col("end_ns"))
     reach = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
     ops = ops.with_columns(call=(reach.is_null() | (pl.col("ts_ns") >= reach)).cum_sum())
-    name_rank = pl.col("source").replace_strict(_NAME_RANK, return_dtype=pl.Int8)
-    args_rank = pl.col("source").replace_strict(_ARGS_RANK, return_dtype=pl.Int8)
+    name_rank, args_rank = pl.col("op_name_rank"), pl.col("op_args_rank")
 
     def best(col: str, rank: pl.Expr) -> pl.Expr:
         return pl.col(col).sort_by(rank).drop_nulls().first()
