@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from traceview.parse import read_trace
+from traceview.parse import source as source_module
 from traceview.parse.ahead import made_ahead
 
 FIXTURES = Path(__file__).parents[1] / "fixtures/traces"
@@ -85,7 +86,10 @@ def test_a_reader_that_stops_with_the_queue_full_stops_the_thread():
 
 
 @pytest.mark.parametrize("packed", [False, True])
-def test_a_trace_read_whole_or_cut_short_leaves_no_scanning_thread(tmp_path, packed):
+def test_a_trace_read_whole_or_cut_short_leaves_no_scanning_thread(tmp_path, monkeypatch, packed):
+    # Read in several chunks, as a plain file read in one is not scanned on a thread (below).
+    monkeypatch.setattr(source_module, "CHUNK_SIZE", 1 << 20)
+    monkeypatch.setattr(source_module, "READ_SIZE", 1 << 20)
     text = gzip.decompress((FIXTURES / "nccl_ddp_w2_rank0_step5.json.gz").read_bytes())
     for body in (text, text[: len(text) // 2]):  # whole, then cut inside an event
         path = tmp_path / ("t.json.gz" if packed else "t.json")
@@ -93,3 +97,19 @@ def test_a_trace_read_whole_or_cut_short_leaves_no_scanning_thread(tmp_path, pac
         trace = read_trace(path)
         assert trace.events.height > 0 and trace.truncated == (body is not text)
         assert _threads("traceview-scan") == 0 and _threads("traceview-inflate") == 0
+
+
+@pytest.mark.parametrize("chunk", [4 << 20, 1 << 20])
+def test_a_plain_file_read_in_one_chunk_is_scanned_without_a_thread(tmp_path, monkeypatch, chunk):
+    # One chunk is one batch: a thread would have nothing to scan while its table is made, and
+    # only hand the batch over. A longer file (or any gzip) is scanned on a thread of its own.
+    monkeypatch.setattr(source_module, "CHUNK_SIZE", chunk)
+    monkeypatch.setattr(source_module, "READ_SIZE", chunk)
+    path = tmp_path / "t.json"
+    path.write_bytes(gzip.decompress((FIXTURES / "nccl_ddp_w2_rank0_step5.json.gz").read_bytes()))
+    one_chunk = path.stat().st_size <= chunk
+    read_on: set[str] = set()
+    trace = read_trace(path, lambda done, size: read_on.add(threading.current_thread().name))
+    assert trace.events.height > 0 and not trace.truncated
+    assert read_on == ({threading.main_thread().name} if one_chunk else {"traceview-scan"})
+    assert one_chunk == (chunk == 4 << 20)  # both ways are tested

@@ -61,8 +61,11 @@ def read_trace(
     size = 0
     zero_tail = 0  # of the half that read the file's end
     # Scanned on a thread of its own while this one makes the tables of the batches before;
-    # at a pause nothing past it is scanned until this thread says to read on.
-    batches = made_ahead(stream.batches(), SCAN_AHEAD, "traceview-scan", _is_pause)
+    # at a pause nothing past it is scanned until this thread says to read on. A file read in
+    # one chunk has no batch to scan meanwhile: a thread would only hand its one batch over.
+    batches = stream.batches()
+    if not source.in_one_chunk():
+        batches = made_ahead(batches, SCAN_AHEAD, "traceview-scan", _is_pause)
     try:
         for batch in batches:
             if isinstance(batch, Pause):
