@@ -264,14 +264,19 @@ def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
     in another are covered by it), per thread in time order: pid, tid, name, ts_ns, end_ns.
     Found from index arrays, thread by thread: the ops are millions of rows, and a table of
     them, sorted, costs several times their size."""
-    ops = ops.fill_null(False)
+    # A bit per event, made once (with_columns: a literal is one per event too).
+    chosen = events.with_columns(_chosen=ops.fill_null(False))["_chosen"]
     threads = collected(
-        events.lazy().filter(ops).group_by("pid", "tid").agg().sort("pid", "tid"), events.height
+        events.lazy().select("pid", "tid").filter(chosen).unique().sort("pid", "tid"),
+        events.height,
     )
     kept = []
     for p, t in threads.iter_rows():
-        mine = ops if threads.height == 1 else ops & (pl.col("pid") == p) & (pl.col("tid") == t)
-        rows = collected(events.lazy().select(pl.arg_where(mine)), events.height).to_series()
+        if threads.height == 1:
+            rows = chosen.arg_true()
+        else:
+            mine = pl.lit(chosen) & (pl.col("pid") == p) & (pl.col("tid") == t)
+            rows = collected(events.lazy().select(pl.arg_where(mine)), events.height).to_series()
         starts = events["ts_ns"].gather(rows).to_numpy()
         ends = events["end_ns"].gather(rows).to_numpy()
         order = _by_start_longest_first(starts, ends)
