@@ -150,6 +150,12 @@ def comm_frame(comm: list[tuple[int, Any]]) -> pl.DataFrame:
     return pl.DataFrame(columns, schema=COMM_ARGS_SCHEMA, strict=False)
 
 
+# The scanner's integer columns, its NONE made null: built once (a small trace's reading
+# costs a tenth of a millisecond more where they are built anew).
+_SCANNED_INTS = [c for c in SCANNED if c not in ("name", "cat")]
+_NONE_AS_NULL = [pl.when(pl.col(c) != NONE).then(pl.col(c)).alias(c) for c in _SCANNED_INTS]
+
+
 def scanned_events(
     batches: Sequence[ScannedBatch], first_row: int
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -160,10 +166,10 @@ def scanned_events(
     # a row of one 2-D array would keep the whole array, every other column, alive with it.
     table = [np.concatenate([b.columns[i] for b in batches]) for i in range(len(SCANNED))]
     last = batches[-1]  # its tables of distinct strings hold every earlier batch's
-    ints = {c: pl.Series(c, table[i]) for i, c in enumerate(SCANNED) if c not in ("name", "cat")}
+    ints = {c: pl.Series(c, table[i]) for i, c in enumerate(SCANNED) if c in _SCANNED_INTS}
     frame = (
         pl.DataFrame(ints)
-        .select([pl.when(pl.col(c) != NONE).then(pl.col(c)).alias(c) for c in ints])
+        .select(_NONE_AS_NULL)
         .with_columns(
             name=last.names.gather(table[SCANNED.index("name")]),
             cat=last.categories.gather(table[SCANNED.index("cat")]),

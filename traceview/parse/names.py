@@ -124,35 +124,39 @@ def named(frame: pl.DataFrame, pattern: str, column: str = "name") -> pl.Expr:
     distinct name, not once per event: traces repeat a few thousand names millions of times.
     Names held as categories are read from the categories themselves (every name this process
     has seen, a superset): finding the distinct names of millions of rows costs more."""
-    dtype = frame.schema[column]
+    dtype = frame.get_column(column).dtype
     if isinstance(dtype, pl.Categorical):
-        hits = _category_hits(dtype, pattern)
-    else:
-        names = frame[column].unique().drop_nulls()
-        hits = names.filter(names.cast(pl.String).str.contains(pattern))
+        return _category_match(dtype, pattern, column)
+    names = frame[column].unique().drop_nulls()
+    return _is_in(column, names.filter(names.cast(pl.String).str.contains(pattern)))
+
+
+def _is_in(column: str, hits: pl.Series) -> pl.Expr:
     return pl.col(column).is_in(hits.implode()) if hits.len() else pl.lit(False)
 
 
-# (pattern, categories) -> how many categories were matched, and those that matched.
+# (column, pattern, categories) -> how many categories were matched, those that matched, and
+# the expression that picks them (made once: it costs more than the rest of a call).
 # Categories are only ever added, never renamed: when there are more, only the new ones are
 # matched. A trace of many steps (a name each) has hundreds of thousands, a worker that reads
 # many traces keeps adding some, and a model asks of a dozen patterns.
-_HITS: dict[tuple[str, str, str], tuple[int, pl.Series]] = {}
+_HITS: dict[tuple[str, str, str, str], tuple[int, pl.Series, pl.Expr]] = {}
 
 
-def _category_hits(dtype: pl.Categorical, pattern: str) -> pl.Series:
+def _category_match(dtype: pl.Categorical, pattern: str, column: str) -> pl.Expr:
     categories = dtype.categories
     known = categories._categories.num_cats_upper_bound()
-    key = (pattern, categories.name(), categories.namespace())
-    matched, hits = _HITS.get(key, (0, None))
-    if hits is None or matched != known:
-        if len(_HITS) > 256:  # patterns made from a trace's own op names: no longer asked for
-            _HITS.clear()
-        names, start = _categories_from(dtype, matched, known)
-        new = _matching(names, pattern)
-        hits = new if hits is None or start == 0 else pl.concat([hits, new])
-        _HITS[key] = (known, hits)
-    return hits
+    key = (column, pattern, categories.name(), categories.namespace())
+    found = _HITS.get(key)
+    if found is not None and found[0] == known:
+        return found[2]
+    if len(_HITS) > 256:  # patterns made from a trace's own op names: no longer asked for
+        _HITS.clear()
+    names, start = _categories_from(dtype, 0 if found is None else found[0], known)
+    new = _matching(names, pattern)
+    hits = new if found is None or start == 0 else pl.concat([found[1], new])
+    _HITS[key] = (known, hits, _is_in(column, hits))
+    return _HITS[key][2]
 
 
 def _categories_from(dtype: pl.Categorical, start: int, known: int) -> tuple[pl.Series, int]:
