@@ -42,6 +42,18 @@ def test_bare_array_form_with_and_without_closing_bracket(tmp_path):
         assert trace.meta.rank is None
 
 
+@pytest.mark.parametrize("pad", [0, 65_500, 65_536 - 40, 200_000])
+def test_the_events_are_found_after_a_long_header(tmp_path, pad):
+    # A key of the same name nested in the header first (no events: looked past), then the
+    # events' own after `pad` bytes: before, across and after the first bytes looked in.
+    doc = {"meta": {"traceEvents": [1]}, "pad": "x" * pad, "traceEvents": EVENTS}
+    text = json.dumps(doc)
+    trace = read_trace(tb.write(tmp_path / "t.json", doc))
+    assert trace.events.height == len(EVENTS) and not trace.truncated
+    assert trace.meta.extra["meta"] == {"traceEvents": [1]} and len(trace.meta.extra["pad"]) == pad
+    assert text.index('"traceEvents": [{') > text.index('"traceEvents": [1]')
+
+
 def test_metadata_before_and_after_the_events(tmp_path):
     doc = {
         "traceEvents": EVENTS,
