@@ -53,7 +53,7 @@ class BatchDecoder:
             return self._decode_utf8(doc)
         except UnicodeDecodeError:
             self.result.repaired_events += 1
-            return self._decode_utf8(doc.decode("utf-8", errors="replace").encode())
+            return self._decode_utf8(json_text.utf8_replaced(doc))
 
     def _decode_utf8(self, doc: bytes) -> Batch:
         try:

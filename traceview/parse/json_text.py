@@ -31,6 +31,11 @@ def decode_json(data: Bytes) -> Any:
     return msgspec.json.decode(data)
 
 
+def utf8_replaced(data: Bytes) -> bytes:
+    """`data` with the bytes that are not UTF-8 replaced (U+FFFD), as JSON text must be."""
+    return bytes(data).decode("utf-8", errors="replace").encode()
+
+
 def document_before(text: Bytes, place: int) -> tuple[Any, int] | None:
     """The JSON document that `text` holds before the bytes msgspec called trailing at `place`
     (it names the byte after the first of them, or that byte), and where it ends; None if no

@@ -155,8 +155,9 @@ def _category_match(dtype: pl.Categorical, pattern: str, column: str) -> pl.Expr
     names, start = _categories_from(dtype, 0 if found is None else found[0], known)
     new = _matching(names, pattern)
     hits = new if found is None or start == 0 else pl.concat([found[1], new])
-    _HITS[key] = (known, hits, _is_in(column, hits))
-    return _HITS[key][2]
+    match = _is_in(column, hits)
+    _HITS[key] = (known, hits, match)
+    return match
 
 
 def _categories_from(dtype: pl.Categorical, start: int, known: int) -> tuple[pl.Series, int]:

@@ -364,7 +364,7 @@ class EventStream:
             self.result.trailing_bytes = len(text) - end
         except UnicodeDecodeError:  # read as the events are: the bytes replaced (U+FFFD)
             self.result.trailer_unread = "repaired"
-            self._read_trailer(bytes(trailer).decode("utf-8", errors="replace").encode(), at)
+            self._read_trailer(json_text.utf8_replaced(trailer), at)
             return
         except RecursionError:  # a cut may lie past where it stopped: that is not known
             self.result.trailer_unread = "too deep"
