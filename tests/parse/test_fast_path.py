@@ -218,3 +218,29 @@ def test_call_arg_values_are_decoded_once_each_and_a_refused_one_leaves_its_batc
     assert frame["input_dims"].to_list() == ["[[2, 3]]", None, None]
     refused = [*triples, [3, seq, 2]]  # a call holding the value the decoder refused
     assert kept.positions(rows, np.array(refused, dtype=np.int64).tobytes()) is None
+
+
+def _trace_of_categories(path: Path, categories: list[str]) -> Path:
+    events = [
+        {"ph": "X", "name": f"op{i}", "cat": cat, "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5}
+        for i, cat in enumerate(categories)
+    ]
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_categories_are_folded_right_in_any_order_and_many_are_not_kept(tmp_path, monkeypatch):
+    """The compiled path folds a trace's categories once per order first met, for every trace
+    of the process: traces meeting the same ones in other orders, or a category no other has,
+    read as the pure-Python path reads them; a trace of many categories is folded without
+    being kept."""
+    known = ["kernel", "cpu_op", "Runtime", "user_annotation", "gpu_memcpy"]
+    orders = [known, known[::-1], [*known[2:], "xpu_kernel", *known[:2]], known]
+    many = [f"custom_{i}" for i in range(fast._FOLDS_KEPT_UP_TO + 8)] + known
+    for i, categories in enumerate([*orders, many]):
+        assert_same(*both_ways(_trace_of_categories(tmp_path / f"t{i}.json", categories)))
+    kept = fast._kept_fold.cache_info().currsize
+    assert_same(*both_ways(_trace_of_categories(tmp_path / "many.json", many[::-1])))
+    assert fast._kept_fold.cache_info().currsize == kept
+    folded = read_trace(tmp_path / "t2.json").events["cat"].to_list()
+    assert folded == ["runtime", "user_annotation", "memcpy", "accelerator", "kernel", "cpu_op"]

@@ -10,6 +10,7 @@ the pure-Python path everywhere.
 
 from __future__ import annotations
 
+import functools
 import os
 from types import ModuleType
 from typing import Any
@@ -111,34 +112,64 @@ class Scanned(msgspec.Struct, frozen=True):
     ended: bool  # the array's `]` follows the batch (at next): the caller reads the rest
 
 
+@functools.cache
+def _scanner_setup() -> tuple[bytes, list[tuple[bytes, int, int]]]:
+    """What every Scanner is made with: the known phases, and how it checks each declared arg
+    (the three ids it reads, values the decoder types int | float | str | null, raw JSON, and
+    text or null; a collective arg's values are kept, in its slot: its place in
+    COLLECTIVE_ARGS). Built once: a small trace's reading paid a tenth of a millisecond for it."""
+    assert _scan is not None
+    ids = {
+        "correlation": _scan.ARG_CORRELATION,
+        "device": _scan.ARG_DEVICE,
+        "stream": _scan.ARG_STREAM,
+    }
+    loose, raw, text = _scan.ARG_LOOSE, _scan.ARG_RAW, _scan.ARG_TEXT_OR_NULL
+    by_reading = {"id": loose, "count": loose, "text": loose, "list_length": raw, "raw": raw}
+    keys = [
+        (
+            a.key.encode(),
+            ids.get(a.column, by_reading.get(a.reading, text)),
+            COLLECTIVE_ARGS.index(a) if a in COLLECTIVE_ARGS else -1,
+        )
+        for a in TRACE_ARGS
+    ]
+    return "".join(sorted(KNOWN_PHASES)).encode(), keys
+
+
+# Series are immutable: a trace's tables of distinct strings start from these and grow by concat.
+_NO_NAMES = pl.Series(dtype=pl.Categorical)
+_NO_CATEGORIES = pl.Series(dtype=CATEGORY)
+
+
+def _folded(categories: tuple[str, ...]) -> pl.Series:
+    """A trace's categories as written, in the order first met, folded onto CATEGORY. Most
+    traces of a job meet the same few in the same order: folded once for them all (a few
+    short names kept; any others, folded each time, are not held)."""
+    if len(categories) <= _FOLDS_KEPT_UP_TO and sum(map(len, categories)) <= 1024:
+        return _kept_fold(categories)
+    return _fold(categories)
+
+
+def _fold(categories: tuple[str, ...]) -> pl.Series:
+    written = pl.Series("cat", categories, dtype=pl.String)
+    return written.to_frame().select(category(pl.col("cat")))["cat"]
+
+
+_FOLDS_KEPT_UP_TO = 32
+_kept_fold = functools.lru_cache(maxsize=64)(_fold)
+
+
 class Scanner:
     """One trace's scanner: its tables of distinct names and categories span all its batches."""
 
     def __init__(self) -> None:
         assert _scan is not None
-        # How the scanner checks each declared arg: the three ids it reads, values the decoder
-        # types int | float | str | null, raw JSON, and text or null.
-        ids = {
-            "correlation": _scan.ARG_CORRELATION,
-            "device": _scan.ARG_DEVICE,
-            "stream": _scan.ARG_STREAM,
-        }
-        loose, raw, text = _scan.ARG_LOOSE, _scan.ARG_RAW, _scan.ARG_TEXT_OR_NULL
-        by_reading = {"id": loose, "count": loose, "text": loose, "list_length": raw, "raw": raw}
-        # A collective arg's values are kept, in its slot: its place in COLLECTIVE_ARGS.
-        keys = [
-            (
-                a.key.encode(),
-                ids.get(a.column, by_reading.get(a.reading, text)),
-                COLLECTIVE_ARGS.index(a) if a in COLLECTIVE_ARGS else -1,
-            )
-            for a in TRACE_ARGS
-        ]
-        self._scanner = _scan.Scanner("".join(sorted(KNOWN_PHASES)).encode(), keys)
+        self._scanner = _scan.Scanner(*_scanner_setup())
         self._categories: list[str] = []
         self._keeps = np.zeros(0, dtype=bool)  # by name id: its events keep their args
-        self._name_series = pl.Series(dtype=pl.Categorical)
-        self._category_series = pl.Series(dtype=CATEGORY)  # folded once, as they are learnt
+        self._name_series = _NO_NAMES
+        self._category_series = _NO_CATEGORIES  # folded once, as they are learnt
         self._kept = KeptValues()
 
     def scan(self, buf: Readable, pos: int, precise: bool) -> Scanned:
@@ -195,8 +226,7 @@ class Scanner:
             )
         if categories:
             self._categories += categories
-            written = pl.Series("cat", self._categories, dtype=pl.String)
-            self._category_series = written.to_frame().select(category(pl.col("cat")))["cat"]
+            self._category_series = _folded(tuple(self._categories))
 
     @staticmethod
     def _odd_ids(buf: Readable, odd: bytes) -> dict[str, list[tuple[int, object]]]:
@@ -230,14 +260,19 @@ def _pairs(flat: bytes) -> list[tuple[int, int]]:
     return [tuple(p) for p in np.frombuffer(flat, dtype=np.int64).reshape(-1, 2).tolist()]  # type: ignore[misc]
 
 
+# Value id i at i + 1: position 0 holds the null an event without the arg takes. Made once (a
+# decoder is safe to share between threads; a Series is immutable).
+_NULL_VALUES = tuple(pl.Series(a.column, [None], column_type(a)) for a in COLLECTIVE_ARGS)
+_DECODERS = tuple(msgspec.json.Decoder(list[value_type(a)]) for a in COLLECTIVE_ARGS)  # type: ignore[misc]
+
+
 class KeptValues:
     """Each collective arg's distinct value texts, as the scanner first meets them, decoded once
     each with the pure-Python path's types and readers; a batch's args are ids into them."""
 
     def __init__(self) -> None:
-        # Value id i at i + 1: position 0 holds the null an event without the arg takes.
-        self._values = [pl.Series(a.column, [None], column_type(a)) for a in COLLECTIVE_ARGS]
-        self._decoders = [msgspec.json.Decoder(list[value_type(a)]) for a in COLLECTIVE_ARGS]  # type: ignore[misc]
+        self._values = list(_NULL_VALUES)
+        self._decoders = _DECODERS
         self._refused: list[set[int]] = [set() for _ in COLLECTIVE_ARGS]  # ids the decoder refused
 
     def learn(self, new: tuple[list[str], ...]) -> None:
