@@ -20,6 +20,10 @@ from traceview.parse.events import (
     needs_precision,
 )
 
+# How the keys after the events were left unread as written: bytes that are not UTF-8 were
+# replaced to read them ("repaired"), or they are nested too deep to read ("too deep").
+TrailerUnread = Literal["repaired", "too deep"]
+
 
 class StreamResult(msgspec.Struct):
     """What the stream learned besides the events, filled in as it goes."""
@@ -33,9 +37,7 @@ class StreamResult(msgspec.Struct):
     dropped_events: int = 0  # events whose fields could not be read at all
     repaired_events: int = 0  # batches whose bytes that are not UTF-8 were replaced
     trailing_bytes: int = 0  # bytes after the end of the JSON document, not JSON: ignored
-    # The keys after the events, whole but unread as written: bytes that are not UTF-8 were
-    # replaced to read them ("repaired"), or they are nested too deep to read ("too deep").
-    trailer_unread: Literal["repaired", "too deep"] | None = None
+    trailer_unread: TrailerUnread | None = None  # the keys after the events, whole
 
 
 class BatchDecoder:

@@ -16,7 +16,7 @@ from traceview.parse.collect import Events
 from traceview.parse.columns import (
     thread_names,
 )
-from traceview.parse.decode import StreamResult
+from traceview.parse.decode import StreamResult, TrailerUnread
 from traceview.parse.metadata import TraceMeta, read_meta
 from traceview.parse.source import ByteSource
 from traceview.parse.stream import MAX_EVENT_BYTES, EventStream, NotATrace, Pause, StreamError
@@ -216,7 +216,7 @@ def _join(
     result.trailer_unread = later.trailer_unread
 
 
-_TRAILER_UNREAD = {
+_TRAILER_UNREAD: dict[TrailerUnread, str] = {
     "repaired": "the keys after the events held bytes that are not UTF-8: they were replaced "
     "(U+FFFD)",
     "too deep": "the keys after the events are nested too deep to read: they were skipped (a "
