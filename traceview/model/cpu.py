@@ -68,18 +68,16 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     # Spans on Gloo's threads never contain a training thread's work: the scopes below are
     # read from every thread, as innermost() matches them thread by thread.
     training_calls = _rows(events, training & named(events, COMM_CALL), columns)
-    gradient_comm = gradient_comm_spans(events)
     calls = innermost(
-        _call_rows(training_calls, trace), "ts_ns", "pid", "tid", gradient_comm, "_backward"
-    )
-    calls = innermost(calls, "ts_ns", "pid", "tid", fsdp_spans(events), "_fsdp")
-    calls = calls.with_columns(
-        backward=pl.col("_backward").is_not_null(), module=fsdp_module(pl.col("_fsdp"))
-    )
-    autograd = autograd_spans(events)
-    compute = innermost(compute, "ts_ns", "pid", "tid", autograd, "_backward").with_columns(
-        backward=pl.col("_backward").is_not_null(), module=pl.lit(None, pl.String)
-    )
+        _call_rows(training_calls, trace),
+        "ts_ns",
+        "pid",
+        "tid",
+        {"_backward": gradient_comm_spans(events), "_fsdp": fsdp_spans(events)},
+    ).with_columns(backward=pl.col("_backward").is_not_null(), module=fsdp_module(pl.col("_fsdp")))
+    compute = innermost(
+        compute, "ts_ns", "pid", "tid", {"_backward": autograd_spans(events)}
+    ).with_columns(backward=pl.col("_backward").is_not_null(), module=pl.lit(None, pl.String))
     groups, world = trace_groups(trace), trace.meta.world_size
     comm = pl.concat(
         [

@@ -81,10 +81,22 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         device=pl.coalesce("device", "pid"),
         stream=pl.coalesce("stream", "tid"),
     )
+    # What launched each: an op that runs its own collective? the backward pass (or, for
+    # communication, one of FSDP's backward hooks)? for which FSDP module?
+    device = innermost(
+        device,
+        "launch_ns",
+        "launch_pid",
+        "launch_tid",
+        {
+            "_collective_op": own_collective_spans(events),
+            "_backward": autograd_spans(events),
+            "_hook": gradient_comm_spans(events),
+            "_fsdp": fsdp_spans(events),
+        },
+    )
     # A kernel is communication by its name (nccl*, rccl*), or by the op that launched it where
     # that op runs a collective in kernels of its own (symm_mem::multimem_all_reduce_).
-    launch = ("launch_ns", "launch_pid", "launch_tid")
-    device = innermost(device, *launch, own_collective_spans(events), "_collective_op")
     is_comm = named(device, COMM_KERNEL) | pl.col("_collective_op").is_not_null()
     if comm_pattern:
         is_comm = is_comm | named(device, comm_pattern)
@@ -100,21 +112,13 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     # (A trace that records no launch at all can only place kernels by their start.)
     when = "launch_ns" if launches_recorded(device) else "ts_ns"
     device = assign_steps(device, when, spans)
-    # What launched it: the backward pass? for which FSDP module?
-    device = innermost(device, *launch, autograd_spans(events), "_backward")
-    device = innermost(device, *launch, fsdp_spans(events), "_fsdp")
+    comm = pl.col("kind") == "comm"
     device = device.with_columns(
-        backward=pl.col("_backward").is_not_null(),
-        module=pl.when(pl.col("kind") == "comm").then(fsdp_module(pl.col("_fsdp"))),
+        # Communication is backward work also where FSDP's backward hooks launched it.
+        backward=pl.col("_backward").is_not_null() | (comm & pl.col("_hook").is_not_null()),
+        module=pl.when(comm).then(fsdp_module(pl.col("_fsdp"))),
     )
     return _with_collectives(device, trace)
-
-
-def _gradient_comm(comm: pl.DataFrame, events: pl.DataFrame) -> pl.Expr:
-    """Communication is backward work also where FSDP's backward hooks launched it."""
-    launch = ("launch_ns", "launch_pid", "launch_tid")
-    hooked = innermost(comm, *launch, gradient_comm_spans(events), "_hook")["_hook"]
-    return pl.col("backward") | hooked.is_not_null()
 
 
 def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
@@ -122,7 +126,6 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     (newer traces), else from the CPU call that launched it, else from the kernel's name."""
     calls = merge_nested(comm_call_ops(trace.events, trace.comm_args))
     comm = device.filter(pl.col("kind") == "comm")
-    comm = comm.with_columns(backward=_gradient_comm(comm, trace.events))
     comm = attach_calls(comm, calls).join(trace.comm_args, on="row", how="left")
     comm = per_distinct(comm, _KERNEL_INPUTS, _kernel_fields, _KERNEL_FIELDS).with_columns(
         collective=pl.coalesce("call_collective", "_folded", "_by_kernel"),
