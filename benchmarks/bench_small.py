@@ -13,7 +13,7 @@ Run from the repository root:
 
     .venv/bin/python benchmarks/bench_small.py                  # 3 shapes, 20 runs each
     .venv/bin/python benchmarks/bench_small.py --repeat 5       # a quick look
-    .venv/bin/python benchmarks/bench_small.py --engines        # polars' engine vs traceview's
+    .venv/bin/python benchmarks/bench_small.py --engines        # the queries run as polars would
     .venv/bin/python benchmarks/bench_small.py --every-core     # not kept to a core: run beside
 """
 
@@ -30,17 +30,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from traceview import preload, queries
+from traceview import preload
 
 # A worker's settings, before polars loads (the program's own, and the pool of one thread that
 # `preload.for_workers` gives each worker process).
 preload.for_the_program()
 os.environ.setdefault(preload.POLARS_THREADS_ENV, "1")
 
+import polars as pl  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_analyze import MB  # noqa: E402
 from tile import tile  # noqa: E402
 
+from traceview import queries  # noqa: E402
 from traceview.loader.ingest import ingest_trace  # noqa: E402
 from traceview.loader.rank import analyze_trace  # noqa: E402
 from traceview.loader.workers import keep_to  # noqa: E402
@@ -122,20 +125,32 @@ def stages(trace: Path, folders: Path, repeat: int) -> dict[str, float]:
     }
 
 
-def engines(trace: Path, folders: Path, repeat: int) -> tuple[float, float]:
-    """The CPU of an ingest with every lazy query run as polars chooses, and as traceview runs
-    them (traceview/queries.py), alternating run by run so that the machine's drift falls on
-    both alike: medians."""
-    ingest, chosen = ingester(trace, folders), queries.IN_MEMORY_BELOW_ROWS
-    runs: tuple[list[float], list[float]] = ([], [])
+# How the lazy queries are run, side by side: (the rows from which polars chooses the engine,
+# the optimizer's passes on a table shorter than that).
+_WAYS = {
+    "every query as polars chooses": (0, queries.SMALL_TABLE_PASSES),
+    "small tables in memory, every pass": (queries.IN_MEMORY_BELOW_ROWS, pl.QueryOptFlags()),
+    "small tables in memory, few passes (traceview)": (
+        queries.IN_MEMORY_BELOW_ROWS,
+        queries.SMALL_TABLE_PASSES,
+    ),
+}
+
+
+def engines(trace: Path, folders: Path, repeat: int) -> list[float]:
+    """The CPU of an ingest with the lazy queries run each of _WAYS, alternating run by run so
+    that the machine's drift falls on all alike: medians, in _WAYS' order."""
+    ingest = ingester(trace, folders)
+    chosen = queries.IN_MEMORY_BELOW_ROWS, queries.SMALL_TABLE_PASSES
+    runs: list[list[float]] = [[] for _ in _WAYS]
     try:
         for _ in range(repeat):
-            for limit, into in ((0, runs[0]), (chosen, runs[1])):
-                queries.IN_MEMORY_BELOW_ROWS = limit
+            for (limit, passes), into in zip(_WAYS.values(), runs, strict=True):
+                queries.IN_MEMORY_BELOW_ROWS, queries.SMALL_TABLE_PASSES = limit, passes
                 into.append(cpu_once(ingest))
     finally:
-        queries.IN_MEMORY_BELOW_ROWS = chosen
-    return statistics.median(runs[0]), statistics.median(runs[1])
+        queries.IN_MEMORY_BELOW_ROWS, queries.SMALL_TABLE_PASSES = chosen
+    return [statistics.median(r) for r in runs]
 
 
 def compare_engines(work: Path, folders: Path, repeat: int) -> None:
@@ -143,16 +158,15 @@ def compare_engines(work: Path, folders: Path, repeat: int) -> None:
         f"ingest_trace on small rank traces, one warm process, medians of {repeat} runs each, "
         "alternating (CPU ms)"
     )
-    print("| shape | every query as polars chooses | small tables in memory (traceview) | saved |")
-    print("|---|---|---|---|")
+    print(f"| shape | {' | '.join(_WAYS)} | saved against each |")
+    print(f"|---|{'---|' * len(_WAYS)}---|")
     for name, source in SHAPES.items():
         small = plain_copy(source, work)
         ingester(small, folders)()  # warm
-        polars_s, ours_s = engines(small, folders, repeat)
-        print(
-            f"| {name} | {polars_s * 1000:.1f} | {ours_s * 1000:.1f} | "
-            f"{(polars_s - ours_s) * 1000:.1f} ({1 - ours_s / polars_s:.0%}) |"
-        )
+        *others, ours = engines(small, folders, repeat)
+        saved = ", ".join(f"{(o - ours) * 1000:.1f} ({1 - ours / o:.0%})" for o in others)
+        cells = " | ".join(f"{s * 1000:.1f}" for s in (*others, ours))
+        print(f"| {name} | {cells} | {saved} |")
 
 
 def main() -> None:
@@ -162,7 +176,8 @@ def main() -> None:
     parser.add_argument(
         "--engines",
         action="store_true",
-        help="only compare polars' engine choice with traceview's for the lazy queries",
+        help="only compare polars' way of running the lazy queries (its engine, every optimizer "
+        "pass) with traceview's",
     )
     parser.add_argument(
         "--every-core",

@@ -1,11 +1,13 @@
-"""Lazy queries run by polars' in-memory engine over a small table, as polars chooses over a large
-one — and a rank's whole analysis comes out the same by either engine."""
+"""Lazy queries run by polars' in-memory engine over a small table with a few of the optimizer's
+passes, as polars chooses and fully optimized over a large one — and a rank's whole analysis
+comes out the same either way."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import msgspec
+import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -26,11 +28,22 @@ def test_a_small_table_runs_in_memory_and_a_large_one_as_polars_chooses():
     assert queries.engine_for(queries.IN_MEMORY_BELOW_ROWS) == "auto"
 
 
+def test_a_small_tables_query_runs_few_optimizer_passes_and_a_large_ones_all():
+    small = queries.optimizations_for(queries.IN_MEMORY_BELOW_ROWS - 1)
+    assert small.projection_pushdown and small.simplify_expression  # columns read, folded
+    assert not (small.predicate_pushdown or small.comm_subexpr_elim or small.comm_subplan_elim)
+    large = queries.optimizations_for(queries.IN_MEMORY_BELOW_ROWS)
+    default = pl.QueryOptFlags()
+    passes = ("predicate_pushdown", "projection_pushdown", "comm_subexpr_elim", "slice_pushdown")
+    assert all(getattr(large, p) == getattr(default, p) for p in passes)
+    assert large.comm_subexpr_elim and large.predicate_pushdown
+
+
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
-def test_either_engine_gives_the_same_analysis(path, monkeypatch):
-    monkeypatch.setattr(queries, "IN_MEMORY_BELOW_ROWS", 1 << 62)  # every query in memory
+def test_either_way_gives_the_same_analysis(path, monkeypatch):
+    monkeypatch.setattr(queries, "IN_MEMORY_BELOW_ROWS", 1 << 62)  # every query as a small one
     in_memory = analyze_trace(path, keep_intervals=True)
-    monkeypatch.setattr(queries, "IN_MEMORY_BELOW_ROWS", 0)  # every query as polars chooses
+    monkeypatch.setattr(queries, "IN_MEMORY_BELOW_ROWS", 0)  # every query as a large one
     chosen = analyze_trace(path, keep_intervals=True)
     assert in_memory.steps and in_memory.intervals is not None and chosen.intervals is not None
     frames = ("calls", "intervals", "work")
