@@ -8,6 +8,7 @@ import polars as pl
 
 from traceview.model import Timeline
 from traceview.parse.run_record import Bucket
+from traceview.queries import collected
 
 GRADIENT_COLLECTIVES = ("all_reduce", "reduce_scatter")
 
@@ -73,16 +74,18 @@ class BackwardTail(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def backward_tails(timeline: Timeline, calls: pl.DataFrame) -> list[BackwardTail]:
-    iv = timeline.intervals.filter(pl.col("step").is_not_null())
     compute = (
-        iv.filter((pl.col("kind") == "compute") & pl.col("backward"))
+        timeline.intervals.lazy()
+        .filter(pl.col("step").is_not_null() & (pl.col("kind") == "compute") & pl.col("backward"))
         .group_by("step")
         .agg(backward_end_ns=pl.col("end_ns").max())
     )
     grads = (
-        calls.filter(pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES))
+        calls.lazy()
+        .filter(pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES))
         .group_by("step")
         .agg(last_gradient_comm_end_ns=pl.col("end_ns").max())
     )
-    both = compute.join(grads, on="step").sort("step")
+    # One query (a small rank's seven had cost more than their rows).
+    both = collected(compute.join(grads, on="step").sort("step"), timeline.intervals.height)
     return [BackwardTail(**row) for row in both.iter_rows(named=True)]

@@ -13,13 +13,7 @@ from traceview.model import messages
 from traceview.model.calls import comm_call_ops, merge_nested
 from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
-from traceview.model.scopes import (
-    autograd_spans,
-    fsdp_module,
-    fsdp_spans,
-    gradient_comm_spans,
-    innermost,
-)
+from traceview.model.scopes import context_spans, fsdp_module, innermost
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
 from traceview.parse.names import (
@@ -68,15 +62,16 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     # Spans on Gloo's threads never contain a training thread's work: the scopes below are
     # read from every thread, as innermost() matches them thread by thread.
     training_calls = _rows(events, training & named(events, COMM_CALL), columns)
+    context = context_spans(events)
     calls = innermost(
         _call_rows(training_calls, trace),
         "ts_ns",
         "pid",
         "tid",
-        {"_backward": gradient_comm_spans(events), "_fsdp": fsdp_spans(events)},
+        {"_backward": context.gradient_comm, "_fsdp": context.fsdp},
     ).with_columns(backward=pl.col("_backward").is_not_null(), module=fsdp_module(pl.col("_fsdp")))
     compute = innermost(
-        compute, "ts_ns", "pid", "tid", {"_backward": autograd_spans(events)}
+        compute, "ts_ns", "pid", "tid", {"_backward": context.autograd}
     ).with_columns(backward=pl.col("_backward").is_not_null(), module=pl.lit(None, pl.String))
     groups, world = trace_groups(trace), trace.meta.world_size
     comm = pl.concat(

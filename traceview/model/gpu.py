@@ -9,10 +9,8 @@ from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
 from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
 from traceview.model.scopes import (
-    autograd_spans,
+    context_spans,
     fsdp_module,
-    fsdp_spans,
-    gradient_comm_spans,
     innermost,
     own_collective_spans,
 )
@@ -83,6 +81,7 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     )
     # What launched each: an op that runs its own collective? the backward pass (or, for
     # communication, one of FSDP's backward hooks)? for which FSDP module?
+    context = context_spans(events)
     device = innermost(
         device,
         "launch_ns",
@@ -90,9 +89,9 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         "launch_tid",
         {
             "_collective_op": own_collective_spans(events),
-            "_backward": autograd_spans(events),
-            "_hook": gradient_comm_spans(events),
-            "_fsdp": fsdp_spans(events),
+            "_backward": context.autograd,
+            "_hook": context.gradient_comm,
+            "_fsdp": context.fsdp,
         },
     )
     # A kernel is communication by its name (nccl*, rccl*), or by the op that launched it where

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import polars as pl
 
@@ -21,8 +22,10 @@ from traceview.queries import collected
 from traceview.tables import SCOPES_SCHEMA
 
 
-def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
-    """CPU spans whose names match `pattern`, sorted by start."""
+def spans(events: pl.DataFrame, pattern: str, *, names_as_text: bool = True) -> pl.DataFrame:
+    """CPU spans whose names match `pattern`, sorted by start (those starting together in the
+    trace's order); their names as text, or as the events hold them."""
+    name = pl.col("name").cast(pl.String) if names_as_text else pl.col("name")
     return collected(
         events.lazy()
         .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, pattern))
@@ -31,9 +34,9 @@ def spans(events: pl.DataFrame, pattern: str) -> pl.DataFrame:
             "tid",
             scope_start=pl.col("ts_ns"),
             scope_end=pl.col("end_ns"),
-            scope_name=pl.col("name").cast(pl.String),
+            scope_name=name,
         )
-        .sort("scope_start"),
+        .sort("scope_start", maintain_order=True),
         events.height,
     )
 
@@ -110,17 +113,34 @@ def own_collective_spans(events: pl.DataFrame) -> pl.DataFrame:
     return spans(events, "^(?:" + "|".join(re.escape(op) for op in chosen) + ")$")
 
 
-def fsdp_spans(events: pl.DataFrame) -> pl.DataFrame:
-    return spans(events, FSDP_SPAN)
+class ContextSpans(NamedTuple):
+    """The CPU spans that give work its context."""
+
+    # The autograd engine's functions: the backward pass's compute, and the communication
+    # their hooks launch (DDP's buckets).
+    autograd: pl.DataFrame
+    # Where backward communication is launched: autograd's functions and FSDP's backward hooks
+    # and callbacks (FSDP's post-backward work is backward work).
+    gradient_comm: pl.DataFrame
+    # FSDP's spans, which name the module they serve.
+    fsdp: pl.DataFrame
 
 
-def autograd_spans(events: pl.DataFrame) -> pl.DataFrame:
-    """The autograd engine's functions: the backward pass's compute, and the communication
-    their hooks launch (DDP's buckets)."""
-    return spans(events, AUTOGRAD_OP)
+def context_spans(events: pl.DataFrame) -> ContextSpans:
+    """Each kind of ContextSpans, from one pass over the events (a pass each had cost a large
+    trace three)."""
+    found = spans(events, f"{AUTOGRAD_OP}|{FSDP_BACKWARD_HOOK}|{FSDP_SPAN}", names_as_text=False)
 
+    def matching(pattern: str) -> pl.DataFrame:
+        return collected(
+            found.lazy()
+            .filter(named(found, pattern, "scope_name"))
+            .with_columns(pl.col("scope_name").cast(pl.String)),
+            found.height,
+        )
 
-def gradient_comm_spans(events: pl.DataFrame) -> pl.DataFrame:
-    """Where backward communication is launched: autograd's functions and FSDP's backward
-    hooks and callbacks (FSDP's post-backward work is backward work)."""
-    return spans(events, f"{AUTOGRAD_OP}|{FSDP_BACKWARD_HOOK}")
+    return ContextSpans(
+        autograd=matching(AUTOGRAD_OP),
+        gradient_comm=matching(f"{AUTOGRAD_OP}|{FSDP_BACKWARD_HOOK}"),
+        fsdp=matching(FSDP_SPAN),
+    )
