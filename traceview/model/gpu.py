@@ -139,13 +139,17 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     comm = messages.with_sizes(
         comm.drop("group_size", *_KERNEL_FIELDS), trace_groups(trace), trace.meta.world_size
     )
-    rest = device.filter(pl.col("kind") != "comm").with_columns(
-        collective=pl.lit(None, pl.String),
-        bytes=pl.lit(None, pl.Int64),
-        elements=pl.lit(None, pl.Int64),
-        group_size=pl.lit(None, pl.Int64),
-        pg=pl.lit(None, pl.String),
-        seq=pl.lit(None, pl.Int64),
+    rest = (
+        device.lazy()
+        .filter(pl.col("kind") != "comm")
+        .with_columns(
+            collective=pl.lit(None, pl.String),
+            bytes=pl.lit(None, pl.Int64),
+            elements=pl.lit(None, pl.Int64),
+            group_size=pl.lit(None, pl.Int64),
+            pg=pl.lit(None, pl.String),
+            seq=pl.lit(None, pl.Int64),
+        )
     )
     keep = [
         "module",
@@ -165,13 +169,14 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         "pg",
         "seq",
     ]
-    return (
-        pl.concat([comm.select(keep), rest.select(keep)])
+    return collected(  # one query: a small rank's six had cost more than their rows
+        pl.concat([comm.lazy().select(keep), rest.select(keep)])
         .with_columns(
             lane=pl.format("stream {}", pl.col("stream").cast(pl.String).fill_null("?")),
             lane_kind=pl.lit("gpu_stream"),
         )
-        .drop("stream")
+        .drop("stream"),
+        device.height,
     )
 
 

@@ -28,6 +28,7 @@ from traceview.parse.names import (
     WRAPPER_SPANS,
     named,
 )
+from traceview.queries import collected
 from traceview.tables import INTERVALS_SCHEMA
 
 Mode = Literal["gpu", "cpu"]
@@ -83,13 +84,14 @@ def build_timeline(trace: Trace, comm_pattern: str | None = None) -> Timeline:
     spans = step_spans(trace.events)
     mode: Mode = "gpu" if has_gpu_activity(trace) else "cpu"
     build = gpu_intervals if mode == "gpu" else cpu_intervals
-    intervals = (
-        build(trace, spans, comm_pattern)
+    built = build(trace, spans, comm_pattern)
+    intervals = collected(
+        built.lazy()
         .with_columns(rank=pl.lit(trace.meta.rank, pl.Int32))
         .select(list(INTERVALS_SCHEMA))
-        .cast(INTERVALS_SCHEMA, strict=False)  # type: ignore[arg-type]  # out of range: unknown
-        .sort("ts_ns")
-    )
+        .cast(INTERVALS_SCHEMA, strict=False),  # type: ignore[arg-type]  # out of range: unknown
+        built.height,
+    ).sort("ts_ns")
     comm_measured = mode == "gpu" or not launches_gpu_work(trace)
     return Timeline(
         rank=trace.meta.rank,
