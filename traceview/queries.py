@@ -18,8 +18,9 @@ import polars as pl
 IN_MEMORY_BELOW_ROWS = 100_000  # a table this long or longer: polars chooses
 
 # On a small table the optimizer's other passes (common subexpressions and subplans, pushing
-# filters and slices down, ...) cost more than they save: ~0.6-1 ms of a small rank's ~25
-# (docs/performance.md). A query still reads only the columns it uses, its expressions folded.
+# filters and slices down, ...) cost more than they save: 0.4-1 ms of a small rank's ~25
+# (docs/performance.md, `bench_small.py --engines`). A query still reads only the columns it
+# uses, its expressions folded.
 SMALL_TABLE_PASSES = pl.QueryOptFlags.none(simplify_expression=True, projection_pushdown=True)
 
 

@@ -111,11 +111,12 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     # (A trace that records no launch at all can only place kernels by their start.)
     when = "launch_ns" if launches_recorded(device) else "ts_ns"
     device = assign_steps(device, when, spans)
-    comm = pl.col("kind") == "comm"
+    communication = pl.col("kind") == "comm"
     device = device.with_columns(
         # Communication is backward work also where FSDP's backward hooks launched it.
-        backward=pl.col("_backward").is_not_null() | (comm & pl.col("_hook").is_not_null()),
-        module=pl.when(comm).then(fsdp_module(pl.col("_fsdp"))),
+        backward=pl.col("_backward").is_not_null()
+        | (communication & pl.col("_hook").is_not_null()),
+        module=pl.when(communication).then(fsdp_module(pl.col("_fsdp"))),
     )
     return _with_collectives(device, trace)
 
