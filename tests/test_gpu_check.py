@@ -1,6 +1,7 @@
 """scripts/gpu_check.sh, the GPU acceptance check: its refusal without a GPU, and its checks,
 run here on what a machine without a GPU has — the CPU sample sweep, which fails the GPU checks
-and passes the others, and real NCCL traces, which pass the kernel checks."""
+and passes the others, real NCCL traces, which pass the kernel checks, and the sweep the check
+itself made on a GPU (tests/fixtures/gpu_sweep), which passes every one."""
 
 from __future__ import annotations
 
@@ -67,3 +68,16 @@ def test_real_nccl_traces_pass_the_kernel_checks():
     # On GPU streams; this 2023 trace records no group size on some calls, which fails it.
     assert "on GPU streams: True" in nccl.detail and not nccl.ok
     assert not found[("nccl_sampled_w128", "profiler overhead")].ok  # no run record
+
+
+def test_the_sweep_the_check_made_on_a_gpu_passes_every_check():
+    # One H200, torch 2.11 + CUDA 13.0, NCCL 2.28.9: every strategy at DP 1, small preset, bf16
+    # (tests/fixtures/gpu_sweep/README.md). At DP 1 nothing is exchanged: four checks a run.
+    found = checks(ROOT / "tests" / "fixtures" / "gpu_sweep")
+    assert sorted({run for run, _ in found}) == ["ddp-dp1", "zero1-dp1", "zero2-dp1", "zero3-dp1"]
+    assert len(found) == 16
+    failed = [c.line() for c in found.values() if not c.ok]
+    assert failed == []
+    assert "ranks read as gpu" in found[("zero3-dp1", "CUDA kernels")].detail
+    # FSDP2 holds the formula to the byte on a GPU as on the CPU: it is measured, not computed.
+    assert "(+0.0%" in found[("zero3-dp1", "model states vs ZeRO")].detail

@@ -11,10 +11,12 @@ from traceview.model import build_timeline, model_rows
 from traceview.parse import read_trace
 
 FIXTURES = Path(__file__).parents[1] / "fixtures/traces"
-# Every real trace here, and a rank of the harness's CPU sweep (Gloo, with its training ops).
+# Every real trace here, and a rank of each of the harness's sweeps: the CPU one (Gloo, with its
+# training ops) and the GPU one (FSDP2 on CUDA, torch 2.11).
 TRACES = [
     *sorted(FIXTURES.rglob("*.json*")),
     Path(__file__).parents[2] / "sample_traces/cpu_sweep/ddp-dp2/rank0.pt.trace.json.gz",
+    FIXTURES.parent / "gpu_sweep/zero3-dp1/rank0.pt.trace.json.gz",
 ]
 
 

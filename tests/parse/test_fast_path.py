@@ -21,7 +21,11 @@ from traceview.parse.source import ByteSource
 from traceview.parse.stream import EventStream
 
 FIXTURES = Path(__file__).parents[1] / "fixtures/traces"
-TRACES = sorted(p for p in FIXTURES.rglob("*.json*"))
+# Every real trace here, and a rank of the harness's GPU sweep (FSDP2 on CUDA, torch 2.11).
+TRACES = [
+    *sorted(p for p in FIXTURES.rglob("*.json*")),
+    FIXTURES.parent / "gpu_sweep/zero3-dp1/rank0.pt.trace.json.gz",
+]
 
 
 def both_ways(path: Path):
