@@ -15,6 +15,7 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_small.py --repeat 5       # a quick look
     .venv/bin/python benchmarks/bench_small.py --engines        # the queries run as polars would
     .venv/bin/python benchmarks/bench_small.py --every-core     # not kept to a core: run beside
+    .venv/bin/python benchmarks/bench_small.py --together 16    # the model alone vs 16 at once
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from traceview import preload
@@ -47,6 +49,7 @@ from traceview import queries  # noqa: E402
 from traceview.loader.ingest import ingest_trace  # noqa: E402
 from traceview.loader.rank import analyze_trace  # noqa: E402
 from traceview.loader.workers import keep_to  # noqa: E402
+from traceview.model import build_timeline, build_timelines, model_rows  # noqa: E402
 from traceview.parse import read_trace  # noqa: E402
 from traceview.parse.stream import MAX_EVENT_BYTES  # noqa: E402
 from traceview.preload import cores_allowed  # noqa: E402
@@ -169,6 +172,30 @@ def compare_engines(work: Path, folders: Path, repeat: int) -> None:
         print(f"| {name} | {cells} | {saved} |")
 
 
+def compare_together(n: int, repeat: int) -> None:
+    """The model of each shape's trace built alone and in a batch of n copies of it
+    (model/batch.py), alternating run by run: CPU ms a rank, medians."""
+    print(
+        f"the model (build_timeline) of small rank traces, one warm process, alone and {n} at "
+        f"once, medians of {repeat} runs each, alternating (CPU ms a rank)"
+    )
+    print(f"| shape | alone | {n} at once | saved |")
+    print("|---|---|---|---|")
+    for name, source in SHAPES.items():
+        trace = model_rows(read_trace(source))
+        batch = [trace] * n
+        build_timeline(trace), build_timelines(batch)  # warm
+        alone: list[float] = []
+        together: list[float] = []
+        for _ in range(repeat):
+            alone.append(cpu_once(partial(build_timeline, trace)))
+            together.append(cpu_once(partial(build_timelines, batch)) / n)
+        a, t = statistics.median(alone), statistics.median(together)
+        print(
+            f"| {name} | {a * 1000:.1f} | {t * 1000:.1f} | {(a - t) * 1000:.1f} ({1 - t / a:.0%}) |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20)
@@ -180,6 +207,12 @@ def main() -> None:
         "pass) with traceview's",
     )
     parser.add_argument(
+        "--together",
+        type=int,
+        metavar="N",
+        help="only compare each shape's model built alone with it built N at once",
+    )
+    parser.add_argument(
         "--every-core",
         action="store_true",
         help="not kept to one core as a worker is: the process as the scheduler places it (an "
@@ -188,6 +221,9 @@ def main() -> None:
     args = parser.parse_args()
     if not args.every_core:
         keep_to(cores_allowed()[:1])
+    if args.together:
+        compare_together(args.together, args.repeat)
+        return
     args.work.mkdir(parents=True, exist_ok=True)
     folders = Path(tempfile.mkdtemp(dir=args.work))
     if args.engines:

@@ -32,8 +32,12 @@ INTERVALS_SCHEMA: dict[str, pl.DataType] = {
     "backward": pl.Boolean(),  # launched (GPU) or run (CPU) inside an autograd engine function
 }
 
+# Which trace of a batch modelled together a row of the model's tables comes from (model/batch.py).
+PART_TYPE = pl.UInt32()
+
 # CPU spans that give work its context (model/scopes.py): an FSDP module, the backward pass.
 SCOPES_SCHEMA: dict[str, pl.DataType] = {
+    "part": PART_TYPE,
     "pid": pl.Int64(),
     "tid": pl.Int64(),
     "scope_start": pl.Int64(),
@@ -44,6 +48,7 @@ SCOPES_SCHEMA: dict[str, pl.DataType] = {
 # The collective calls a rank's CPU threads made, with what they recorded of each (model/calls.py):
 # what a collective's kernels or Gloo spans are matched to.
 CPU_CALLS_SCHEMA: dict[str, pl.DataType] = {
+    "part": PART_TYPE,
     "pid": pl.Int64(),
     "tid": pl.Int64(),
     "call_start_ns": pl.Int64(),

@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 
 from traceview.model import messages
+from traceview.model.batch import PART, part_of
 from traceview.model.distinct import per_distinct
 from traceview.parse.names import COMM_CALL, collective_of, named
 from traceview.queries import collected
@@ -24,13 +25,14 @@ _COUNTS, _C10D_SHAPES, _INPUT_SHAPE = 0, 1, 2
 
 
 def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame:
-    """Every CPU op that is part of launching a collective, with its own arguments."""
+    """Every CPU op that is part of launching a collective, with its own arguments (`events`
+    and `comm_args` of a batch, model/batch.py)."""
     ops = collected(
         events.lazy()
         .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, COMM_CALL))
-        .select("row", "name", "pid", "tid", "ts_ns", "end_ns"),
+        .select(part_of(events), "row", "name", "pid", "tid", "ts_ns", "end_ns"),
         events.height,
-    ).join(comm_args, on="row", how="left")
+    ).join(comm_args, on=[PART, "row"], how="left")
     return per_distinct(ops, _OP_INPUTS, _op_fields, _OP_FIELDS)
 
 
@@ -74,8 +76,8 @@ def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
     """One row per outermost call on a thread, carrying the best arguments of the ops inside."""
     if ops.height == 0:
         return pl.DataFrame(schema=CPU_CALLS_SCHEMA)
-    ops = ops.sort("pid", "tid", "ts_ns", -pl.col("end_ns"))
-    reach = pl.col("end_ns").cum_max().shift(1).over("pid", "tid")
+    ops = ops.sort(PART, "pid", "tid", "ts_ns", -pl.col("end_ns"))
+    reach = pl.col("end_ns").cum_max().shift(1).over(PART, "pid", "tid")
     ops = ops.with_columns(call=(reach.is_null() | (pl.col("ts_ns") >= reach)).cum_sum())
     name_rank, args_rank = pl.col("op_name_rank"), pl.col("op_args_rank")
 
@@ -85,6 +87,7 @@ def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
     return (
         ops.group_by("call", maintain_order=True)
         .agg(
+            pl.col(PART).first(),
             pl.col("pid").first(),
             pl.col("tid").first(),
             call_start_ns=pl.col("ts_ns").min(),
@@ -123,7 +126,7 @@ def attach_calls(launches: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         right,
         left_on="_key",
         right_on="call_start_ns",
-        by=["_pid", "_tid"],
+        by=[PART, "_pid", "_tid"],
         strategy="backward",
         check_sortedness=False,  # both sides are sorted by key; polars cannot verify per group
     )

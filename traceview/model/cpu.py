@@ -10,12 +10,12 @@ import polars as pl
 
 from traceview.algebra import each_minus, union
 from traceview.model import messages
+from traceview.model.batch import PART, Batch, part_of, with_part
 from traceview.model.calls import comm_call_ops, merge_nested
 from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
 from traceview.model.scopes import context_spans, fsdp_module, innermost
 from traceview.model.steps import assign_steps
-from traceview.parse import Trace
 from traceview.parse.names import (
     COMM_CALL,
     GLOO_SPAN,
@@ -25,6 +25,7 @@ from traceview.parse.names import (
     named,
 )
 from traceview.queries import collected
+from traceview.tables import PART_TYPE
 
 _NO_COLLECTIVE = {
     "collective": pl.lit(None, pl.String),
@@ -40,10 +41,10 @@ _NO_COLLECTIVE = {
 CPU_MODEL_COLUMNS = ("row", "ts_ns", "end_ns", "name", "cat", "pid", "tid")
 
 
-def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
-    # The events are millions of rows: each part is taken from them by one filter, never by
-    # copying them whole (the training threads' rows are a mask, not a table).
-    events = trace.events
+def cpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
+    # The events are millions of rows: each kind of row is taken from them by one filter, never
+    # by copying them whole (the training threads' rows are a mask, not a table).
+    events = batch.events
     cpu = pl.col("cat").is_in(["cpu_op", "user_annotation"])
     gloo = cpu & named(events, GLOO_SPAN)
     # Spans the user names as communication are that, wherever they run; their thread stays
@@ -52,7 +53,7 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     is_comm = gloo | custom
     columns = list(CPU_MODEL_COLUMNS)
     gloo_rows, custom_rows = _rows(events, gloo, columns), _rows(events, custom, columns)
-    training = cpu & ~_on_threads(_comm_threads(trace, gloo_rows))
+    training = cpu & ~_on_threads(_comm_threads(batch, gloo_rows), part_of(events))
     waiting = named(events, WAIT_OP) | named(events, COMM_CALL)
     compute = _top_level_minus(
         events,
@@ -64,7 +65,7 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     training_calls = _rows(events, training & named(events, COMM_CALL), columns)
     context = context_spans(events)
     calls = innermost(
-        _call_rows(training_calls, trace),
+        _call_rows(training_calls, batch),
         "ts_ns",
         "pid",
         "tid",
@@ -73,11 +74,12 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     compute = innermost(
         compute, "ts_ns", "pid", "tid", {"_backward": context.autograd}
     ).with_columns(backward=pl.col("_backward").is_not_null(), module=pl.lit(None, pl.String))
-    groups, world = trace_groups(trace), trace.meta.world_size
+    groups = [trace_groups(t) for t in batch.traces]
+    world = [t.meta.world_size for t in batch.traces]
     comm = pl.concat(
         [
-            _with_launching_calls(_comm_rows(gloo_rows, trace), calls),
-            _unpaired(_comm_rows(custom_rows, trace)),
+            _with_launching_calls(_comm_rows(gloo_rows, batch), calls),
+            _unpaired(_comm_rows(custom_rows, batch)),
         ]
     )
     frames = [
@@ -88,6 +90,7 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         messages.with_sizes(calls, groups, world).with_columns(launch_ns=pl.lit(None, pl.Int64)),
     ]
     keep = [
+        PART,
         "pid",
         "tid",
         "kind",
@@ -118,39 +121,56 @@ def cpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
 
 def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
     """Gloo runs each collective as a span on a runloop thread, in the order the training
-    thread called them (one work queue). Pair the k-th span with the k-th c10d call: the call
-    names the logical collective (a reduce-scatter runs as gloo:all_reduce), its tensors give
-    the message (a span records only its input), and its start is when the collective was
-    ready. Pairs are kept only if every span's input fits its call's tensors."""
-    calls = calls.filter(pl.col("collective").is_not_null()).sort("ts_ns")
-    comm = comm.sort("ts_ns")
-    unpaired = _unpaired(comm)
-    if calls.height != comm.height or comm.height == 0:
-        return unpaired
-    span = pl.col("span")
+    thread called them (one work queue). Pair a trace's k-th span with its k-th c10d call: the
+    call names the logical collective (a reduce-scatter runs as gloo:all_reduce), its tensors
+    give the message (a span records only its input), and its start is when the collective was
+    ready. A trace's pairs are kept only if every span's input fits its call's tensors."""
+    calls = calls.filter(pl.col("collective").is_not_null()).sort(
+        PART, "ts_ns", maintain_order=True
+    )
+    comm = comm.sort(PART, "ts_ns", maintain_order=True)
+    if comm.height == 0 or calls.height == 0:
+        return _unpaired(comm)
+    k = pl.int_range(pl.len(), dtype=pl.UInt32).over(PART)
+    theirs = calls.select(
+        PART,
+        _k=k,
+        _calls=pl.len().over(PART),
+        _launch=pl.col("ts_ns"),
+        _module=pl.col("module"),
+        _backward=pl.col("backward"),
+        **{f"_call_{c}": pl.col(c) for c in messages.MESSAGE_COLUMNS},
+    )
+    span = pl.col("in_bytes")
 
     def holds(side: str) -> pl.Expr:  # a whole number of the span's inputs
         return (pl.col(side) >= span) & (pl.col(side) % span == 0)
 
-    pairs = pl.DataFrame(
-        {"span": comm["in_bytes"], "call_in": calls["in_bytes"], "call_out": calls["out_bytes"]}
+    fits = (
+        span.is_null()
+        | (pl.col("_call_in_bytes").is_null() & pl.col("_call_out_bytes").is_null())
+        | holds("_call_in_bytes").fill_null(False)
+        | holds("_call_out_bytes").fill_null(False)
     )
-    fits = pairs.select(
-        (
-            span.is_null()
-            | (pl.col("call_in").is_null() & pl.col("call_out").is_null())
-            | holds("call_in").fill_null(False)
-            | holds("call_out").fill_null(False)
-        ).all()
-    ).item()
-    if not fits:
-        return unpaired
-    paired = {c: pl.coalesce(calls[c], pl.col(c)) for c in messages.MESSAGE_COLUMNS}
-    return comm.with_columns(
-        launch_ns=calls["ts_ns"],
-        module=calls["module"],
-        backward=calls["backward"],
-        **paired,
+    paired = ((pl.len().over(PART) == pl.col("_calls")) & fits.all().over(PART)).fill_null(False)
+    joined = comm.with_columns(_k=k).join(
+        theirs, on=[PART, "_k"], how="left", maintain_order="left"
+    )
+    return joined.with_columns(
+        launch_ns=pl.when(paired).then(pl.col("_launch")),
+        module=pl.when(paired).then(pl.col("_module")),
+        backward=pl.when(paired).then(pl.col("_backward")).otherwise(pl.lit(False)),
+        **{
+            c: pl.when(paired).then(pl.coalesce(f"_call_{c}", c)).otherwise(pl.col(c))
+            for c in messages.MESSAGE_COLUMNS
+        },
+    ).drop(
+        "_k",
+        "_calls",
+        "_launch",
+        "_module",
+        "_backward",
+        *(f"_call_{c}" for c in messages.MESSAGE_COLUMNS),
     )
 
 
@@ -162,14 +182,21 @@ def _unpaired(comm: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _comm_threads(trace: Trace, gloo: pl.DataFrame) -> pl.DataFrame:
-    """Gloo's runloop threads: the threads of its spans, and the threads named after it."""
-    named = [k for k, names in trace.thread_names.items() if any(GLOO_THREAD in n for n in names)]
+def _comm_threads(batch: Batch, gloo: pl.DataFrame) -> pl.DataFrame:
+    """Gloo's runloop threads (part, pid, tid): the threads of its spans, and the threads named
+    after it."""
+    named = [
+        (part, pid, tid)
+        for part, trace in enumerate(batch.traces)
+        for (pid, tid), names in trace.thread_names.items()
+        if any(GLOO_THREAD in n for n in names)
+    ]
+    schema = {PART: PART_TYPE, "pid": pl.Int64(), "tid": pl.Int64()}
     return collected(
         pl.concat(
             [
-                gloo.lazy().select("pid", "tid"),
-                pl.LazyFrame(named, schema={"pid": pl.Int64, "tid": pl.Int64}, orient="row"),
+                gloo.lazy().select(PART, "pid", "tid"),
+                pl.LazyFrame(named, schema=schema, orient="row"),
             ]
         ).unique(),  # lazily: an eager unique of a million rows holds several times their size
         gloo.height,
@@ -177,20 +204,23 @@ def _comm_threads(trace: Trace, gloo: pl.DataFrame) -> pl.DataFrame:
 
 
 def _rows(events: pl.DataFrame, which: pl.Expr, columns: list[str]) -> pl.DataFrame:
-    """The rows chosen, with only these columns copied."""
-    return collected(events.lazy().filter(which).select(columns), events.height)
+    """The rows chosen, with their part and only these columns copied."""
+    return collected(events.lazy().filter(which).select(part_of(events), *columns), events.height)
 
 
-def _on_threads(threads: pl.DataFrame) -> pl.Expr:
-    """True for the rows on these (pid, tid) threads (a few: Gloo's runloops)."""
+def _on_threads(threads: pl.DataFrame, part: pl.Expr) -> pl.Expr:
+    """True for the rows on these (part, pid, tid) threads (a few: Gloo's runloops)."""
     return pl.any_horizontal(
         pl.lit(False),
-        *((pl.col("pid") == pid) & (pl.col("tid") == tid) for pid, tid in threads.iter_rows()),
+        *(
+            (part == p) & (pl.col("pid") == pid) & (pl.col("tid") == tid)
+            for p, pid, tid in threads.iter_rows()
+        ),
     )
 
 
-def _comm_rows(comm: pl.DataFrame, trace: Trace) -> pl.DataFrame:
-    rows = comm.join(trace.comm_args, on="row", how="left")
+def _comm_rows(comm: pl.DataFrame, batch: Batch) -> pl.DataFrame:
+    rows = comm.join(batch.comm_args, on=[PART, "row"], how="left")
     return (
         per_distinct(rows, _SPAN_INPUTS, _span_fields, _SPAN_FIELDS)
         .with_columns(
@@ -216,10 +246,11 @@ def _span_fields(name: str, *size_args: Any) -> tuple[object, ...]:
     return (collective_of(name), *(size for size, _counted in sides), elem)
 
 
-def _call_rows(ops: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+def _call_rows(ops: pl.DataFrame, batch: Batch) -> pl.DataFrame:
     """Collective launches on the training threads (`ops`: theirs), as `other` rows."""
-    calls = merge_nested(comm_call_ops(ops, trace.comm_args))
+    calls = merge_nested(comm_call_ops(ops, batch.comm_args))
     return calls.select(
+        PART,
         "pid",
         "tid",
         kind=pl.lit("other"),
@@ -243,10 +274,13 @@ def _top_level_minus(events: pl.DataFrame, ops: pl.Expr, cuts: pl.DataFrame) -> 
     top = _top_level(events, ops)
     if cuts.height == 0 or top.height == 0:
         return top
-    pieces = [top.join(cuts.select("pid", "tid").unique(), on=["pid", "tid"], how="anti")]
-    for (pid, tid), thread_cuts in cuts.group_by("pid", "tid"):
+    threads = [PART, "pid", "tid"]
+    pieces = [
+        top.join(cuts.select(threads).unique(), on=threads, how="anti", maintain_order="left")
+    ]
+    for (part, pid, tid), thread_cuts in cuts.group_by(threads, maintain_order=True):
         cut = union(thread_cuts["ts_ns"].to_numpy(), thread_cuts["end_ns"].to_numpy())
-        mine = top.filter((pl.col("pid") == pid) & (pl.col("tid") == tid))
+        mine = top.filter((pl.col(PART) == part) & (pl.col("pid") == pid) & (pl.col("tid") == tid))
         owner, starts, ends = each_minus(mine["ts_ns"].to_numpy(), mine["end_ns"].to_numpy(), cut)
         pieces.append(mine[owner].with_columns(ts_ns=starts, end_ns=ends))
     return pl.concat(pieces)
@@ -259,16 +293,17 @@ def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
     them, sorted, costs several times their size."""
     # A bit per event, made once (with_columns: a literal is one per event too).
     chosen = events.with_columns(_chosen=ops.fill_null(False))["_chosen"]
+    part = part_of(events)
     threads = collected(
-        events.lazy().select("pid", "tid").filter(chosen).unique().sort("pid", "tid"),
+        events.lazy().select(part, "pid", "tid").filter(chosen).unique().sort(PART, "pid", "tid"),
         events.height,
     )
     kept = []
-    for p, t in threads.iter_rows():
+    for n, p, t in threads.iter_rows():
         if threads.height == 1:
             rows = chosen.arg_true()
         else:
-            mine = pl.lit(chosen) & (pl.col("pid") == p) & (pl.col("tid") == t)
+            mine = pl.lit(chosen) & (part == n) & (pl.col("pid") == p) & (pl.col("tid") == t)
             rows = collected(events.lazy().select(pl.arg_where(mine)), events.height).to_series()
         starts = events["ts_ns"].gather(rows).to_numpy()
         ends = events["end_ns"].gather(rows).to_numpy()
@@ -281,8 +316,11 @@ def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
         first[0] = True
         first[1:] = ends[1:] > reach[:-1]
         kept.append(rows.filter(first))
-    columns = ["pid", "tid", "name", "ts_ns", "end_ns"]
-    return events.select(columns)[pl.concat(kept)] if kept else events.select(columns).clear()
+    columns = [c for c in (PART, "pid", "tid", "name", "ts_ns", "end_ns") if c in events.columns]
+    chosen_rows = (
+        events.select(columns)[pl.concat(kept)] if kept else events.select(columns).clear()
+    )
+    return with_part(chosen_rows)
 
 
 def _by_start_longest_first(starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:

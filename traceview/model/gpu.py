@@ -5,6 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.model import messages
+from traceview.model.batch import PART, Batch, part_of
 from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
 from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
@@ -53,29 +54,38 @@ def said_counts(kernels: int, memcpy: int, memset: int) -> str:
     return ", ".join(f"{n:,} {what}" for n, what in counts if n)
 
 
-def launches_recorded(device: pl.DataFrame) -> bool:
-    """Whether any device work in the trace is linked to the runtime call that launched it."""
-    return device["launch_ns"].null_count() < device.height
+def launches_recorded(device: pl.DataFrame) -> set[int]:
+    """The parts (model/batch.py) whose device work is linked, some of it, to the runtime calls
+    that launched it."""
+    recorded = device.group_by(PART).agg(pl.col("launch_ns").is_not_null().any())
+    return set(recorded.filter(pl.col("launch_ns"))[PART].to_list())
 
 
-def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
-    events = trace.events
-    device = events.filter(pl.col("cat").is_in(DEVICE_CATS))
+def gpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
+    events = batch.events
+    device = collected(
+        events.lazy().filter(pl.col("cat").is_in(DEVICE_CATS)).with_columns(part_of(events)),
+        events.height,
+    )
     # Lazy, so that only the columns used are filtered: the events table is the largest thing
-    # in memory.
+    # in memory. The runtime calls that launched this device work, by part and correlation id
+    # (most launch nothing the trace kept); the first where an id repeats.
+    launched = device.lazy().select(PART, "correlation").drop_nulls().unique()
     launches = collected(
         events.lazy()
-        .filter(launches_of(device))
+        .filter(pl.col("cat") == "runtime")
         .select(
+            part_of(events),
             "correlation",
             launch_ns=pl.col("ts_ns"),
             launch_pid=pl.col("pid"),
             launch_tid=pl.col("tid"),
         )
-        .filter(pl.col("correlation").is_first_distinct()),  # lighter than unique(keep="first")
+        .join(launched, on=[PART, "correlation"], how="semi", maintain_order="left")
+        .unique([PART, "correlation"], keep="first", maintain_order=True),
         events.height,
     )
-    device = device.join(launches, on="correlation", how="left").with_columns(
+    device = device.join(launches, on=[PART, "correlation"], how="left").with_columns(
         device=pl.coalesce("device", "pid"),
         stream=pl.coalesce("stream", "tid"),
     )
@@ -109,7 +119,8 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
     # A kernel belongs to the step whose CPU span holds the call that launched it. A kernel
     # whose launch is not in the trace was launched before the profiling window: no step.
     # (A trace that records no launch at all can only place kernels by their start.)
-    when = "launch_ns" if launches_recorded(device) else "ts_ns"
+    recorded = launches_recorded(device)
+    when = ["launch_ns" if part in recorded else "ts_ns" for part in range(len(batch.traces))]
     device = assign_steps(device, when, spans)
     communication = pl.col("kind") == "comm"
     device = device.with_columns(
@@ -118,15 +129,15 @@ def gpu_intervals(trace: Trace, spans: pl.DataFrame, comm_pattern: str | None) -
         | (communication & pl.col("_hook").is_not_null()),
         module=pl.when(communication).then(fsdp_module(pl.col("_fsdp"))),
     )
-    return _with_collectives(device, trace)
+    return _with_collectives(device, batch)
 
 
-def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+def _with_collectives(device: pl.DataFrame, batch: Batch) -> pl.DataFrame:
     """Collective, sizes, group and sequence of each comm kernel: from its own arguments
     (newer traces), else from the CPU call that launched it, else from the kernel's name."""
-    calls = merge_nested(comm_call_ops(trace.events, trace.comm_args))
+    calls = merge_nested(comm_call_ops(batch.events, batch.comm_args))
     comm = device.filter(pl.col("kind") == "comm")
-    comm = attach_calls(comm, calls).join(trace.comm_args, on="row", how="left")
+    comm = attach_calls(comm, calls).join(batch.comm_args, on=[PART, "row"], how="left")
     comm = per_distinct(comm, _KERNEL_INPUTS, _kernel_fields, _KERNEL_FIELDS).with_columns(
         collective=pl.coalesce("call_collective", "_folded", "_by_kernel"),
         in_bytes=pl.coalesce("_in_bytes", "call_in_bytes"),
@@ -138,7 +149,9 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         seq=pl.coalesce("seq", "call_seq"),
     )
     comm = messages.with_sizes(
-        comm.drop("group_size", *_KERNEL_FIELDS), trace_groups(trace), trace.meta.world_size
+        comm.drop("group_size", *_KERNEL_FIELDS),
+        [trace_groups(t) for t in batch.traces],
+        [t.meta.world_size for t in batch.traces],
     )
     rest = (
         device.lazy()
@@ -153,6 +166,7 @@ def _with_collectives(device: pl.DataFrame, trace: Trace) -> pl.DataFrame:
         )
     )
     keep = [
+        PART,
         "module",
         "backward",
         "device",

@@ -11,9 +11,11 @@ tensor arguments, output and input in the op's own order; else the input tensor 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import polars as pl
 
+from traceview.model.batch import PART
 from traceview.model.distinct import per_distinct
 from traceview.parse import Trace
 
@@ -314,11 +316,15 @@ def message_elements(size: int | None, elem_bytes: int | None) -> int | None:
     return size // elem_bytes
 
 
-def with_sizes(frame: pl.DataFrame, groups: GroupSizes, world_size: int | None) -> pl.DataFrame:
+def with_sizes(
+    frame: pl.DataFrame, groups: Sequence[GroupSizes], world_sizes: Sequence[int | None]
+) -> pl.DataFrame:
     """Add `group_size`, `bytes` (the nccl-tests size) and `elements` (the same in elements)
-    to rows with MESSAGE_COLUMNS, and drop the raw ones."""
+    to rows with MESSAGE_COLUMNS and a part (model/batch.py), each read with its own trace's
+    groups and world size, and drop the raw ones."""
 
     def sizes(
+        part: int,
         collective: str | None,
         in_bytes: int | None,
         out_bytes: int | None,
@@ -326,7 +332,7 @@ def with_sizes(frame: pl.DataFrame, groups: GroupSizes, world_size: int | None) 
         recorded: int | None,
         pg: str | None,
         pg_desc: str | None,
-    ) -> tuple[int | None, int | None, int | None]:
+    ) -> tuple[int | None, int | None, int | None, str | None]:
         n = group_size(
             recorded=recorded,
             pg=pg,
@@ -334,19 +340,28 @@ def with_sizes(frame: pl.DataFrame, groups: GroupSizes, world_size: int | None) 
             collective=collective,
             in_bytes=in_bytes,
             out_bytes=out_bytes,
-            groups=groups,
-            world_size=world_size,
+            groups=groups[part],
+            world_size=world_sizes[part],
         )
         size = message_bytes(collective, in_bytes, out_bytes, n)
-        return n, size, message_elements(size, elem_bytes)
+        # The job's one group, where a call names none (Gloo's calls name none; desync checks
+        # need to know they share a group).
+        only = groups[part].only
+        return n, size, message_elements(size, elem_bytes), pg if pg is not None else only
 
-    inputs = [c for c in MESSAGE_COLUMNS if c != "seq"]  # each call its own: not an input
-    sized = per_distinct(
-        frame.drop("group_size", "bytes", "elements", strict=False),
-        inputs,
-        sizes,
-        {"group_size": pl.Int64(), "bytes": pl.Int64(), "elements": pl.Int64()},
-    ).drop("in_bytes", "out_bytes", "elem_bytes", "arg_group_size", "pg_desc")
-    if groups.only is not None:
-        sized = sized.with_columns(pl.col("pg").fill_null(groups.only))
-    return sized
+    inputs = [PART, *(c for c in MESSAGE_COLUMNS if c != "seq")]  # each call its own seq
+    return (
+        per_distinct(
+            frame.drop("group_size", "bytes", "elements", strict=False),
+            inputs,
+            sizes,
+            {
+                "group_size": pl.Int64(),
+                "bytes": pl.Int64(),
+                "elements": pl.Int64(),
+                "_pg": pl.String(),
+            },
+        )
+        .with_columns(pg=pl.col("_pg"))
+        .drop("_pg", "in_bytes", "out_bytes", "elem_bytes", "arg_group_size", "pg_desc")
+    )

@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 import polars as pl
 
+from traceview.model.batch import PART, part_of
 from traceview.parse.names import (
     AUTOGRAD_OP,
     FSDP_BACKWARD_HOOK,
@@ -24,12 +25,14 @@ from traceview.tables import SCOPES_SCHEMA
 
 def spans(events: pl.DataFrame, pattern: str, *, names_as_text: bool = True) -> pl.DataFrame:
     """CPU spans whose names match `pattern`, sorted by start (those starting together in the
-    trace's order); their names as text, or as the events hold them."""
+    trace's order), with their part (model/batch.py); their names as text, or as the events
+    hold them."""
     name = pl.col("name").cast(pl.String) if names_as_text else pl.col("name")
     return collected(
         events.lazy()
         .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, pattern))
         .select(
+            part_of(events),
             "pid",
             "tid",
             scope_start=pl.col("ts_ns"),
@@ -45,7 +48,8 @@ def innermost(
     frame: pl.DataFrame, when: str, pid: str, tid: str, scopes: Mapping[str, pl.DataFrame]
 ) -> pl.DataFrame:
     """Add a column per (out, its scopes): the name of the latest-starting of those scopes on
-    the same thread that contains `when` (spans nest, so that is the innermost), or null. The
+    the same thread of the same part that contains `when` (spans nest, so that is the
+    innermost), or null. The
     keys are sorted once for every set of scopes (a small rank's queries cost more than their
     rows: a set a call had cost six)."""
     wanted = {out: table for out, table in scopes.items() if table.height}
@@ -59,6 +63,7 @@ def innermost(
             _when=pl.col(when).fill_null(-1),
             pid=pl.col(pid).fill_null(-1),
             tid=pl.col(tid).fill_null(-1),
+            part=pl.col(PART),
         )
     ).sort("_when")
     found = [keyed["_order"], keyed["_at"]]
@@ -67,7 +72,7 @@ def innermost(
             table,
             left_on="_when",
             right_on="scope_start",
-            by=["pid", "tid"],
+            by=[PART, "pid", "tid"],
             strategy="backward",
             check_sortedness=False,
         )

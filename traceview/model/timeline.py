@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import msgspec
 import polars as pl
 
 from traceview.errors import Note
+from traceview.model.batch import PART, Batch, batch_of, parts_of, per_part
 from traceview.model.cpu import CPU_MODEL_COLUMNS, cpu_intervals
 from traceview.model.gpu import (
     DEVICE_CATS,
@@ -81,27 +83,56 @@ def _cpu_model_rows(events: pl.DataFrame) -> pl.DataFrame:
 
 
 def build_timeline(trace: Trace, comm_pattern: str | None = None) -> Timeline:
-    spans = step_spans(trace.events)
-    mode: Mode = "gpu" if has_gpu_activity(trace) else "cpu"
+    return build_timelines([trace], comm_pattern)[0]
+
+
+def build_timelines(traces: Sequence[Trace], comm_pattern: str | None = None) -> list[Timeline]:
+    """Each trace's Timeline; the traces of each mode whose events have the same columns are
+    modelled together (model/batch.py), each exactly as it would be alone."""
+    modes: list[Mode] = ["gpu" if has_gpu_activity(t) else "cpu" for t in traces]
+    together: dict[tuple[object, ...], list[int]] = {}
+    for i, (trace, mode) in enumerate(zip(traces, modes, strict=True)):
+        together.setdefault((mode, *trace.events.schema.items()), []).append(i)
+    out: dict[int, Timeline] = {}
+    for members in together.values():
+        batch = batch_of([traces[i] for i in members])
+        made = _timelines(batch, modes[members[0]], comm_pattern)
+        out.update(zip(members, made, strict=True))
+    return [out[i] for i in range(len(traces))]
+
+
+def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timeline]:
+    spans = step_spans(batch.events)
     build = gpu_intervals if mode == "gpu" else cpu_intervals
-    built = build(trace, spans, comm_pattern)
+    built = build(batch, spans, comm_pattern)
+    ranks = [t.meta.rank for t in batch.traces]
     intervals = collected(
         built.lazy()
-        .with_columns(rank=pl.lit(trace.meta.rank, pl.Int32))
-        .select(list(INTERVALS_SCHEMA))
-        .cast(INTERVALS_SCHEMA, strict=False),  # type: ignore[arg-type]  # out of range: unknown
+        .with_columns(rank=per_part(ranks, pl.Int32()))
+        .select(PART, *INTERVALS_SCHEMA)
+        .cast(INTERVALS_SCHEMA, strict=False)  # type: ignore[arg-type]  # out of range: unknown
+        # By time alone, ties in the order made: a batch's parts are then taken out in order.
+        .sort("ts_ns", maintain_order=True),
         built.height,
-    ).sort("ts_ns")
-    comm_measured = mode == "gpu" or not launches_gpu_work(trace)
-    return Timeline(
-        rank=trace.meta.rank,
-        mode=mode,
-        intervals=intervals,
-        step_spans=spans,
-        notes=tuple(timeline_notes(trace, mode, spans, intervals, comm_measured)),
-        comm_measured=comm_measured,
-        wrappers=wrappers_of(trace.events),
     )
+    out = []
+    n = len(batch.traces)
+    for trace, rows, steps in zip(
+        batch.traces, parts_of(intervals, n), parts_of(spans, n), strict=True
+    ):
+        comm_measured = mode == "gpu" or not launches_gpu_work(trace)
+        out.append(
+            Timeline(
+                rank=trace.meta.rank,
+                mode=mode,
+                intervals=rows,
+                step_spans=steps,
+                notes=tuple(timeline_notes(trace, mode, steps, rows, comm_measured)),
+                comm_measured=comm_measured,
+                wrappers=wrappers_of(trace.events),
+            )
+        )
+    return out
 
 
 def wrappers_of(events: pl.DataFrame) -> tuple[str, ...]:

@@ -1,0 +1,76 @@
+"""Several ranks' traces modelled together, each row naming its trace by `part` (its place in
+the batch). A small rank's model is a hundred small queries, each costing more than its rows
+(docs/performance.md); one query over many ranks' rows costs about what one rank's does. A
+single trace is a batch of one: the model has one way to do each thing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+import polars as pl
+
+from traceview.parse import Trace
+from traceview.tables import PART_TYPE
+
+PART = "part"
+
+
+class Batch(msgspec.Struct, frozen=True, kw_only=True):
+    """The traces, and their events and collectives' arguments as one table each."""
+
+    traces: tuple[Trace, ...]  # each rank's own description: meta, thread names, events
+    events: pl.DataFrame  # every trace's events; with `part` where there are several
+    comm_args: pl.DataFrame  # every trace's collective arguments, with `part`
+
+
+def batch_of(traces: Sequence[Trace]) -> Batch:
+    """One batch of traces whose events have the same columns (one trace: its own tables, not
+    copied)."""
+    if len(traces) == 1:
+        (trace,) = traces
+        return Batch(
+            traces=(trace,),
+            events=trace.events,
+            comm_args=trace.comm_args.with_columns(pl.lit(0, PART_TYPE).alias(PART)),
+        )
+    return Batch(
+        traces=tuple(traces),
+        events=_stacked([t.events for t in traces]),
+        comm_args=_stacked([t.comm_args for t in traces]),
+    )
+
+
+def _stacked(frames: list[pl.DataFrame]) -> pl.DataFrame:
+    parts = np.repeat(np.arange(len(frames), dtype=np.uint32), [f.height for f in frames])
+    return pl.concat(frames).with_columns(pl.Series(PART, parts, PART_TYPE))
+
+
+def part_of(frame: pl.DataFrame) -> pl.Expr:
+    """The `part` of each row of a batch's table (a batch of one has no such column: 0)."""
+    return pl.col(PART) if PART in frame.columns else pl.lit(0, PART_TYPE).alias(PART)
+
+
+def with_part(frame: pl.DataFrame) -> pl.DataFrame:
+    """A table taken from a batch's events, with its `part` (0 where the batch is one trace)."""
+    return frame if PART in frame.columns else frame.with_columns(pl.lit(0, PART_TYPE).alias(PART))
+
+
+def per_part(values: Sequence[object], dtype: pl.DataType) -> pl.Expr:
+    """Each row's value of a per-trace list, by its part."""
+    if len(values) == 1:
+        return pl.lit(values[0], dtype)
+    return pl.col(PART).replace_strict(list(range(len(values))), list(values), return_dtype=dtype)
+
+
+def parts_of(frame: pl.DataFrame, n: int) -> list[pl.DataFrame]:
+    """The frame's rows of each of n parts, in their order, without the `part` column."""
+    if n == 1:
+        return [frame.drop(PART)]
+    found = {
+        key[0]: rows.drop(PART)
+        for key, rows in frame.partition_by(PART, maintain_order=True, as_dict=True).items()
+    }
+    empty = frame.clear().drop(PART)
+    return [found.get(i, empty) for i in range(n)]
