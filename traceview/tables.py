@@ -37,7 +37,6 @@ PART_TYPE = pl.UInt32()
 
 # CPU spans that give work its context (model/scopes.py): an FSDP module, the backward pass.
 SCOPES_SCHEMA: dict[str, pl.DataType] = {
-    "part": PART_TYPE,
     "pid": pl.Int64(),
     "tid": pl.Int64(),
     "scope_start": pl.Int64(),
@@ -48,7 +47,6 @@ SCOPES_SCHEMA: dict[str, pl.DataType] = {
 # The collective calls a rank's CPU threads made, with what they recorded of each (model/calls.py):
 # what a collective's kernels or Gloo spans are matched to.
 CPU_CALLS_SCHEMA: dict[str, pl.DataType] = {
-    "part": PART_TYPE,
     "pid": pl.Int64(),
     "tid": pl.Int64(),
     "call_start_ns": pl.Int64(),

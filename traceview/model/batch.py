@@ -1,7 +1,9 @@
 """Several ranks' traces modelled together, each row naming its trace by `part` (its place in
 the batch). A small rank's model is a hundred small queries, each costing more than its rows
 (docs/performance.md); one query over many ranks' rows costs about what one rank's does. A
-single trace is a batch of one: the model has one way to do each thing."""
+single trace is a batch of one, whose tables have no `part` (every key is then the one the
+trace alone needs: a large trace's joins and sorts cost no more), so the model has one way to
+do each thing: every key of a row's own trace is `keyed(frame, ...)`."""
 
 from __future__ import annotations
 
@@ -21,20 +23,15 @@ class Batch(msgspec.Struct, frozen=True, kw_only=True):
     """The traces, and their events and collectives' arguments as one table each."""
 
     traces: tuple[Trace, ...]  # each rank's own description: meta, thread names, events
-    events: pl.DataFrame  # every trace's events; with `part` where there are several
-    comm_args: pl.DataFrame  # every trace's collective arguments, with `part`
+    events: pl.DataFrame  # every trace's events (with `part` where there are several)
+    comm_args: pl.DataFrame  # every trace's collective arguments (likewise)
 
 
 def batch_of(traces: Sequence[Trace]) -> Batch:
-    """One batch of traces whose events have the same columns (one trace: its own tables, not
-    copied)."""
+    """One batch of traces whose events have the same columns (one trace: its own tables)."""
     if len(traces) == 1:
         (trace,) = traces
-        return Batch(
-            traces=(trace,),
-            events=trace.events,
-            comm_args=trace.comm_args.with_columns(pl.lit(0, PART_TYPE).alias(PART)),
-        )
+        return Batch(traces=(trace,), events=trace.events, comm_args=trace.comm_args)
     return Batch(
         traces=tuple(traces),
         events=_stacked([t.events for t in traces]),
@@ -47,14 +44,24 @@ def _stacked(frames: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(frames).with_columns(pl.Series(PART, parts, PART_TYPE))
 
 
-def part_of(frame: pl.DataFrame) -> pl.Expr:
-    """The `part` of each row of a batch's table (a batch of one has no such column: 0)."""
-    return pl.col(PART) if PART in frame.columns else pl.lit(0, PART_TYPE).alias(PART)
+def keyed(frame: pl.DataFrame | pl.LazyFrame, *keys: str) -> list[str]:
+    """The keys of a row within its own trace: `part` first where the table has one."""
+    return [PART, *keys] if PART in frame.collect_schema().names() else list(keys)
 
 
-def with_part(frame: pl.DataFrame) -> pl.DataFrame:
-    """A table taken from a batch's events, with its `part` (0 where the batch is one trace)."""
-    return frame if PART in frame.columns else frame.with_columns(pl.lit(0, PART_TYPE).alias(PART))
+def within_part(expr: pl.Expr, frame: pl.DataFrame) -> pl.Expr:
+    """`expr` over each part's rows (over the whole table in a batch of one)."""
+    return expr.over(PART) if PART in frame.columns else expr
+
+
+def with_part_type(schema: dict[str, pl.DataType], like: pl.DataFrame) -> dict[str, pl.DataType]:
+    """An empty table's schema, with `part` first where the batch's tables have one."""
+    return {PART: PART_TYPE, **schema} if PART in like.columns else dict(schema)
+
+
+def part_numbers(frame: pl.DataFrame) -> np.ndarray | None:
+    """Each row's part (None in a batch of one)."""
+    return frame[PART].to_numpy() if PART in frame.columns else None
 
 
 def per_part(values: Sequence[object], dtype: pl.DataType) -> pl.Expr:
@@ -66,8 +73,8 @@ def per_part(values: Sequence[object], dtype: pl.DataType) -> pl.Expr:
 
 def parts_of(frame: pl.DataFrame, n: int) -> list[pl.DataFrame]:
     """The frame's rows of each of n parts, in their order, without the `part` column."""
-    if n == 1:
-        return [frame.drop(PART)]
+    if PART not in frame.columns:
+        return [frame]
     found = {
         key[0]: rows.drop(PART)
         for key, rows in frame.partition_by(PART, maintain_order=True, as_dict=True).items()

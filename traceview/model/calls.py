@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from traceview.model import messages
-from traceview.model.batch import PART, part_of
+from traceview.model.batch import keyed, with_part_type
 from traceview.model.distinct import per_distinct
 from traceview.parse.names import COMM_CALL, collective_of, named
 from traceview.queries import collected
@@ -30,9 +30,9 @@ def comm_call_ops(events: pl.DataFrame, comm_args: pl.DataFrame) -> pl.DataFrame
     ops = collected(
         events.lazy()
         .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, COMM_CALL))
-        .select(part_of(events), "row", "name", "pid", "tid", "ts_ns", "end_ns"),
+        .select(*keyed(events, "row"), "name", "pid", "tid", "ts_ns", "end_ns"),
         events.height,
-    ).join(comm_args, on=[PART, "row"], how="left")
+    ).join(comm_args, on=keyed(events, "row"), how="left")
     return per_distinct(ops, _OP_INPUTS, _op_fields, _OP_FIELDS)
 
 
@@ -75,9 +75,9 @@ def _source_of(op: str) -> str:
 def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
     """One row per outermost call on a thread, carrying the best arguments of the ops inside."""
     if ops.height == 0:
-        return pl.DataFrame(schema=CPU_CALLS_SCHEMA)
-    ops = ops.sort(PART, "pid", "tid", "ts_ns", -pl.col("end_ns"))
-    reach = pl.col("end_ns").cum_max().shift(1).over(PART, "pid", "tid")
+        return pl.DataFrame(schema=with_part_type(CPU_CALLS_SCHEMA, ops))
+    ops = ops.sort(*keyed(ops, "pid", "tid", "ts_ns"), -pl.col("end_ns"))
+    reach = pl.col("end_ns").cum_max().shift(1).over(keyed(ops, "pid", "tid"))
     ops = ops.with_columns(call=(reach.is_null() | (pl.col("ts_ns") >= reach)).cum_sum())
     name_rank, args_rank = pl.col("op_name_rank"), pl.col("op_args_rank")
 
@@ -87,8 +87,7 @@ def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
     return (
         ops.group_by("call", maintain_order=True)
         .agg(
-            pl.col(PART).first(),
-            pl.col("pid").first(),
+            *(pl.col(c).first() for c in keyed(ops, "pid")),
             pl.col("tid").first(),
             call_start_ns=pl.col("ts_ns").min(),
             call_end_ns=pl.col("end_ns").max(),
@@ -102,7 +101,7 @@ def merge_nested(ops: pl.DataFrame) -> pl.DataFrame:
             call_seq=best("seq", args_rank),
         )
         .drop("call")
-        .cast(CPU_CALLS_SCHEMA)  # type: ignore[arg-type]
+        .cast(with_part_type(CPU_CALLS_SCHEMA, ops))  # type: ignore[arg-type]
     )
 
 
@@ -112,7 +111,7 @@ def attach_calls(launches: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         return launches.with_columns(
             pl.lit(None, CPU_CALLS_SCHEMA[col]).alias(col) for col in CALL_FIELDS
         )
-    keyed = (
+    left = (
         launches.lazy()
         .with_columns(
             _key=pl.col("launch_ns").fill_null(-1),
@@ -122,11 +121,11 @@ def attach_calls(launches: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
         .sort("_key")
     )
     right = calls.lazy().rename({"pid": "_pid", "tid": "_tid"}).sort("call_start_ns")
-    joined = keyed.join_asof(
+    joined = left.join_asof(
         right,
         left_on="_key",
         right_on="call_start_ns",
-        by=[PART, "_pid", "_tid"],
+        by=keyed(launches, "_pid", "_tid"),
         strategy="backward",
         check_sortedness=False,  # both sides are sorted by key; polars cannot verify per group
     )

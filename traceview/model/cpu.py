@@ -10,7 +10,7 @@ import polars as pl
 
 from traceview.algebra import each_minus, union
 from traceview.model import messages
-from traceview.model.batch import PART, Batch, part_of, with_part
+from traceview.model.batch import Batch, keyed, part_numbers, with_part_type, within_part
 from traceview.model.calls import comm_call_ops, merge_nested
 from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
@@ -25,7 +25,6 @@ from traceview.parse.names import (
     named,
 )
 from traceview.queries import collected
-from traceview.tables import PART_TYPE
 
 _NO_COLLECTIVE = {
     "collective": pl.lit(None, pl.String),
@@ -53,7 +52,7 @@ def cpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -
     is_comm = gloo | custom
     columns = list(CPU_MODEL_COLUMNS)
     gloo_rows, custom_rows = _rows(events, gloo, columns), _rows(events, custom, columns)
-    training = cpu & ~_on_threads(_comm_threads(batch, gloo_rows), part_of(events))
+    training = cpu & ~_on_threads(_comm_threads(batch, gloo_rows))
     waiting = named(events, WAIT_OP) | named(events, COMM_CALL)
     compute = _top_level_minus(
         events,
@@ -90,7 +89,7 @@ def cpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -
         messages.with_sizes(calls, groups, world).with_columns(launch_ns=pl.lit(None, pl.Int64)),
     ]
     keep = [
-        PART,
+        *keyed(events),
         "pid",
         "tid",
         "kind",
@@ -124,54 +123,65 @@ def _with_launching_calls(comm: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFra
     thread called them (one work queue). Pair a trace's k-th span with its k-th c10d call: the
     call names the logical collective (a reduce-scatter runs as gloo:all_reduce), its tensors
     give the message (a span records only its input), and its start is when the collective was
-    ready. A trace's pairs are kept only if every span's input fits its call's tensors."""
-    calls = calls.filter(pl.col("collective").is_not_null()).sort(
-        PART, "ts_ns", maintain_order=True
-    )
-    comm = comm.sort(PART, "ts_ns", maintain_order=True)
-    if comm.height == 0 or calls.height == 0:
+    ready. A trace's pairs are kept only if it has as many calls as spans and every span's
+    input fits its call's tensors."""
+    calls = calls.filter(pl.col("collective").is_not_null())
+    calls = calls.sort(keyed(calls, "ts_ns"), maintain_order=True)
+    comm = comm.sort(keyed(comm, "ts_ns"), maintain_order=True)
+    index = _kth_call(part_numbers(comm), part_numbers(calls), comm.height, calls.height)
+    if index is None:
         return _unpaired(comm)
-    k = pl.int_range(pl.len(), dtype=pl.UInt32).over(PART)
     theirs = calls.select(
-        PART,
-        _k=k,
-        _calls=pl.len().over(PART),
-        _launch=pl.col("ts_ns"),
-        _module=pl.col("module"),
-        _backward=pl.col("backward"),
-        **{f"_call_{c}": pl.col(c) for c in messages.MESSAGE_COLUMNS},
-    )
+        pl.col("ts_ns", "module", "backward", *messages.MESSAGE_COLUMNS)
+        .gather(index)
+        .name.prefix("_call_")
+    ).with_columns(_call_has=index.is_not_null())
     span = pl.col("in_bytes")
 
     def holds(side: str) -> pl.Expr:  # a whole number of the span's inputs
         return (pl.col(side) >= span) & (pl.col(side) % span == 0)
 
-    fits = (
+    fits = pl.col("_call_has") & (
         span.is_null()
         | (pl.col("_call_in_bytes").is_null() & pl.col("_call_out_bytes").is_null())
         | holds("_call_in_bytes").fill_null(False)
         | holds("_call_out_bytes").fill_null(False)
     )
-    paired = ((pl.len().over(PART) == pl.col("_calls")) & fits.all().over(PART)).fill_null(False)
-    joined = comm.with_columns(_k=k).join(
-        theirs, on=[PART, "_k"], how="left", maintain_order="left"
+    paired = within_part(fits.all(), comm)
+    return (
+        comm.hstack(theirs.get_columns())
+        .with_columns(
+            launch_ns=pl.when(paired).then(pl.col("_call_ts_ns")),
+            module=pl.when(paired).then(pl.col("_call_module")),
+            backward=pl.when(paired).then(pl.col("_call_backward")).otherwise(pl.lit(False)),
+            **{
+                c: pl.when(paired).then(pl.coalesce(f"_call_{c}", c)).otherwise(pl.col(c))
+                for c in messages.MESSAGE_COLUMNS
+            },
+        )
+        .drop(theirs.columns)
     )
-    return joined.with_columns(
-        launch_ns=pl.when(paired).then(pl.col("_launch")),
-        module=pl.when(paired).then(pl.col("_module")),
-        backward=pl.when(paired).then(pl.col("_backward")).otherwise(pl.lit(False)),
-        **{
-            c: pl.when(paired).then(pl.coalesce(f"_call_{c}", c)).otherwise(pl.col(c))
-            for c in messages.MESSAGE_COLUMNS
-        },
-    ).drop(
-        "_k",
-        "_calls",
-        "_launch",
-        "_module",
-        "_backward",
-        *(f"_call_{c}" for c in messages.MESSAGE_COLUMNS),
-    )
+
+
+def _kth_call(
+    span_parts: np.ndarray | None, call_parts: np.ndarray | None, spans: int, calls: int
+) -> pl.Series | None:
+    """For each span (sorted by part and start), the row of its trace's call of the same rank
+    (sorted likewise), where its trace has as many calls as spans; else null. None where no
+    span has one."""
+    if span_parts is None or call_parts is None:  # one trace
+        return pl.Series(np.arange(spans), dtype=pl.UInt32) if spans == calls and spans else None
+    index = np.full(spans, -1, dtype=np.int64)
+    parts, firsts, counts = np.unique(span_parts, return_index=True, return_counts=True)
+    call_firsts = dict(zip(*np.unique(call_parts, return_index=True), strict=True))
+    call_counts = dict(zip(*np.unique(call_parts, return_counts=True), strict=True))
+    for part, first, count in zip(parts, firsts, counts, strict=True):
+        if call_counts.get(part) == count:
+            index[first : first + count] = call_firsts[part] + np.arange(count)
+    if (index < 0).all():
+        return None
+    found = pl.Series(index, dtype=pl.Int64)
+    return found.set(found < 0, None).cast(pl.UInt32)
 
 
 def _unpaired(comm: pl.DataFrame) -> pl.DataFrame:
@@ -183,19 +193,20 @@ def _unpaired(comm: pl.DataFrame) -> pl.DataFrame:
 
 
 def _comm_threads(batch: Batch, gloo: pl.DataFrame) -> pl.DataFrame:
-    """Gloo's runloop threads (part, pid, tid): the threads of its spans, and the threads named
-    after it."""
+    """Gloo's runloop threads ((part,) pid, tid): the threads of its spans, and the threads
+    named after it."""
+    threads = keyed(gloo, "pid", "tid")
     named = [
-        (part, pid, tid)
+        (part, pid, tid)[3 - len(threads) :]
         for part, trace in enumerate(batch.traces)
         for (pid, tid), names in trace.thread_names.items()
         if any(GLOO_THREAD in n for n in names)
     ]
-    schema = {PART: PART_TYPE, "pid": pl.Int64(), "tid": pl.Int64()}
+    schema = with_part_type({"pid": pl.Int64(), "tid": pl.Int64()}, gloo)
     return collected(
         pl.concat(
             [
-                gloo.lazy().select(PART, "pid", "tid"),
+                gloo.lazy().select(threads),
                 pl.LazyFrame(named, schema=schema, orient="row"),
             ]
         ).unique(),  # lazily: an eager unique of a million rows holds several times their size
@@ -204,23 +215,20 @@ def _comm_threads(batch: Batch, gloo: pl.DataFrame) -> pl.DataFrame:
 
 
 def _rows(events: pl.DataFrame, which: pl.Expr, columns: list[str]) -> pl.DataFrame:
-    """The rows chosen, with their part and only these columns copied."""
-    return collected(events.lazy().filter(which).select(part_of(events), *columns), events.height)
+    """The rows chosen, with (their part and) only these columns copied."""
+    return collected(events.lazy().filter(which).select(*keyed(events), *columns), events.height)
 
 
-def _on_threads(threads: pl.DataFrame, part: pl.Expr) -> pl.Expr:
-    """True for the rows on these (part, pid, tid) threads (a few: Gloo's runloops)."""
+def _on_threads(threads: pl.DataFrame) -> pl.Expr:
+    """True for the rows on these threads (a few: Gloo's runloops), each key as `threads` holds
+    it ((part,) pid, tid)."""
     return pl.any_horizontal(
-        pl.lit(False),
-        *(
-            (part == p) & (pl.col("pid") == pid) & (pl.col("tid") == tid)
-            for p, pid, tid in threads.iter_rows()
-        ),
+        pl.lit(False), *(_on(threads.columns, row) for row in threads.iter_rows())
     )
 
 
 def _comm_rows(comm: pl.DataFrame, batch: Batch) -> pl.DataFrame:
-    rows = comm.join(batch.comm_args, on=[PART, "row"], how="left")
+    rows = comm.join(batch.comm_args, on=keyed(comm, "row"), how="left")
     return (
         per_distinct(rows, _SPAN_INPUTS, _span_fields, _SPAN_FIELDS)
         .with_columns(
@@ -250,9 +258,7 @@ def _call_rows(ops: pl.DataFrame, batch: Batch) -> pl.DataFrame:
     """Collective launches on the training threads (`ops`: theirs), as `other` rows."""
     calls = merge_nested(comm_call_ops(ops, batch.comm_args))
     return calls.select(
-        PART,
-        "pid",
-        "tid",
+        *keyed(calls, "pid", "tid"),
         kind=pl.lit("other"),
         name=pl.lit("collective call", pl.Categorical),
         ts_ns=pl.col("call_start_ns"),
@@ -274,13 +280,13 @@ def _top_level_minus(events: pl.DataFrame, ops: pl.Expr, cuts: pl.DataFrame) -> 
     top = _top_level(events, ops)
     if cuts.height == 0 or top.height == 0:
         return top
-    threads = [PART, "pid", "tid"]
+    threads = keyed(cuts, "pid", "tid")
     pieces = [
         top.join(cuts.select(threads).unique(), on=threads, how="anti", maintain_order="left")
     ]
-    for (part, pid, tid), thread_cuts in cuts.group_by(threads, maintain_order=True):
+    for thread, thread_cuts in cuts.group_by(threads, maintain_order=True):
         cut = union(thread_cuts["ts_ns"].to_numpy(), thread_cuts["end_ns"].to_numpy())
-        mine = top.filter((pl.col(PART) == part) & (pl.col("pid") == pid) & (pl.col("tid") == tid))
+        mine = top.filter(_on(threads, thread))
         owner, starts, ends = each_minus(mine["ts_ns"].to_numpy(), mine["end_ns"].to_numpy(), cut)
         pieces.append(mine[owner].with_columns(ts_ns=starts, end_ns=ends))
     return pl.concat(pieces)
@@ -293,17 +299,16 @@ def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
     them, sorted, costs several times their size."""
     # A bit per event, made once (with_columns: a literal is one per event too).
     chosen = events.with_columns(_chosen=ops.fill_null(False))["_chosen"]
-    part = part_of(events)
+    keys = keyed(events, "pid", "tid")
     threads = collected(
-        events.lazy().select(part, "pid", "tid").filter(chosen).unique().sort(PART, "pid", "tid"),
-        events.height,
+        events.lazy().select(keys).filter(chosen).unique().sort(keys), events.height
     )
     kept = []
-    for n, p, t in threads.iter_rows():
+    for thread in threads.iter_rows():
         if threads.height == 1:
             rows = chosen.arg_true()
         else:
-            mine = pl.lit(chosen) & (part == n) & (pl.col("pid") == p) & (pl.col("tid") == t)
+            mine = pl.lit(chosen) & _on(keys, thread)
             rows = collected(events.lazy().select(pl.arg_where(mine)), events.height).to_series()
         starts = events["ts_ns"].gather(rows).to_numpy()
         ends = events["end_ns"].gather(rows).to_numpy()
@@ -316,11 +321,13 @@ def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
         first[0] = True
         first[1:] = ends[1:] > reach[:-1]
         kept.append(rows.filter(first))
-    columns = [c for c in (PART, "pid", "tid", "name", "ts_ns", "end_ns") if c in events.columns]
-    chosen_rows = (
-        events.select(columns)[pl.concat(kept)] if kept else events.select(columns).clear()
-    )
-    return with_part(chosen_rows)
+    columns = keyed(events, "pid", "tid", "name", "ts_ns", "end_ns")
+    return events.select(columns)[pl.concat(kept)] if kept else events.select(columns).clear()
+
+
+def _on(keys: list[str], values: tuple[object, ...]) -> pl.Expr:
+    """True for the rows of one thread: each of its keys ((part,) pid, tid) as given."""
+    return pl.all_horizontal(pl.col(k) == v for k, v in zip(keys, values, strict=True))
 
 
 def _by_start_longest_first(starts: np.ndarray, ends: np.ndarray) -> np.ndarray | None:

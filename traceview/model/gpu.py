@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.model import messages
-from traceview.model.batch import PART, Batch, part_of
+from traceview.model.batch import PART, Batch, keyed
 from traceview.model.calls import attach_calls, comm_call_ops, merge_nested
 from traceview.model.distinct import per_distinct
 from traceview.model.messages import trace_groups
@@ -57,35 +57,34 @@ def said_counts(kernels: int, memcpy: int, memset: int) -> str:
 def launches_recorded(device: pl.DataFrame) -> set[int]:
     """The parts (model/batch.py) whose device work is linked, some of it, to the runtime calls
     that launched it."""
+    if PART not in device.columns:
+        return {0} if device["launch_ns"].null_count() < device.height else set()
     recorded = device.group_by(PART).agg(pl.col("launch_ns").is_not_null().any())
     return set(recorded.filter(pl.col("launch_ns"))[PART].to_list())
 
 
 def gpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -> pl.DataFrame:
     events = batch.events
-    device = collected(
-        events.lazy().filter(pl.col("cat").is_in(DEVICE_CATS)).with_columns(part_of(events)),
-        events.height,
-    )
+    device = events.filter(pl.col("cat").is_in(DEVICE_CATS))
     # Lazy, so that only the columns used are filtered: the events table is the largest thing
     # in memory. The runtime calls that launched this device work, by part and correlation id
     # (most launch nothing the trace kept); the first where an id repeats.
-    launched = device.lazy().select(PART, "correlation").drop_nulls().unique()
+    by_id = keyed(events, "correlation")
+    launched = device.lazy().select(by_id).drop_nulls().unique()
     launches = collected(
         events.lazy()
         .filter(pl.col("cat") == "runtime")
         .select(
-            part_of(events),
-            "correlation",
+            *by_id,
             launch_ns=pl.col("ts_ns"),
             launch_pid=pl.col("pid"),
             launch_tid=pl.col("tid"),
         )
-        .join(launched, on=[PART, "correlation"], how="semi", maintain_order="left")
-        .unique([PART, "correlation"], keep="first", maintain_order=True),
+        .join(launched, on=by_id, how="semi", maintain_order="left")
+        .unique(by_id, keep="first", maintain_order=True),
         events.height,
     )
-    device = device.join(launches, on=[PART, "correlation"], how="left").with_columns(
+    device = device.join(launches, on=by_id, how="left").with_columns(
         device=pl.coalesce("device", "pid"),
         stream=pl.coalesce("stream", "tid"),
     )
@@ -137,7 +136,7 @@ def _with_collectives(device: pl.DataFrame, batch: Batch) -> pl.DataFrame:
     (newer traces), else from the CPU call that launched it, else from the kernel's name."""
     calls = merge_nested(comm_call_ops(batch.events, batch.comm_args))
     comm = device.filter(pl.col("kind") == "comm")
-    comm = attach_calls(comm, calls).join(batch.comm_args, on=[PART, "row"], how="left")
+    comm = attach_calls(comm, calls).join(batch.comm_args, on=keyed(comm, "row"), how="left")
     comm = per_distinct(comm, _KERNEL_INPUTS, _kernel_fields, _KERNEL_FIELDS).with_columns(
         collective=pl.coalesce("call_collective", "_folded", "_by_kernel"),
         in_bytes=pl.coalesce("_in_bytes", "call_in_bytes"),
@@ -166,7 +165,7 @@ def _with_collectives(device: pl.DataFrame, batch: Batch) -> pl.DataFrame:
         )
     )
     keep = [
-        PART,
+        *keyed(device),
         "module",
         "backward",
         "device",

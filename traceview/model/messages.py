@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import polars as pl
 
-from traceview.model.batch import PART
+from traceview.model.batch import keyed
 from traceview.model.distinct import per_distinct
 from traceview.parse import Trace
 
@@ -320,19 +321,16 @@ def with_sizes(
     frame: pl.DataFrame, groups: Sequence[GroupSizes], world_sizes: Sequence[int | None]
 ) -> pl.DataFrame:
     """Add `group_size`, `bytes` (the nccl-tests size) and `elements` (the same in elements)
-    to rows with MESSAGE_COLUMNS and a part (model/batch.py), each read with its own trace's
-    groups and world size, and drop the raw ones."""
+    to rows with MESSAGE_COLUMNS, each read with its own trace's groups and world size (by its
+    part, model/batch.py), and drop the raw ones."""
 
-    def sizes(
-        part: int,
-        collective: str | None,
-        in_bytes: int | None,
-        out_bytes: int | None,
-        elem_bytes: int | None,
-        recorded: int | None,
-        pg: str | None,
-        pg_desc: str | None,
-    ) -> tuple[int | None, int | None, int | None, str | None]:
+    inputs = keyed(frame, *(c for c in MESSAGE_COLUMNS if c != "seq"))  # each call its own seq
+    parted = len(inputs) > len(MESSAGE_COLUMNS) - 1  # rows of several traces: part first
+
+    def sizes(*row: Any) -> tuple[int | None, int | None, int | None, str | None]:
+        part, (collective, in_bytes, out_bytes, elem_bytes, recorded, pg, pg_desc) = (
+            (row[0], row[1:]) if parted else (0, row)
+        )
         n = group_size(
             recorded=recorded,
             pg=pg,
@@ -349,7 +347,6 @@ def with_sizes(
         only = groups[part].only
         return n, size, message_elements(size, elem_bytes), pg if pg is not None else only
 
-    inputs = [PART, *(c for c in MESSAGE_COLUMNS if c != "seq")]  # each call its own seq
     return (
         per_distinct(
             frame.drop("group_size", "bytes", "elements", strict=False),

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import polars as pl
 
-from traceview.model.batch import PART, part_of
+from traceview.model.batch import keyed, with_part_type
 from traceview.parse.names import (
     AUTOGRAD_OP,
     FSDP_BACKWARD_HOOK,
@@ -32,9 +32,7 @@ def spans(events: pl.DataFrame, pattern: str, *, names_as_text: bool = True) -> 
         events.lazy()
         .filter(pl.col("cat").is_in(["cpu_op", "user_annotation"]) & named(events, pattern))
         .select(
-            part_of(events),
-            "pid",
-            "tid",
+            *keyed(events, "pid", "tid"),
             scope_start=pl.col("ts_ns"),
             scope_end=pl.col("end_ns"),
             scope_name=name,
@@ -56,23 +54,24 @@ def innermost(
     if not wanted or frame.height == 0:
         return frame.with_columns(pl.lit(None, pl.String).alias(out) for out in scopes)
     # Only the keys are sorted and joined (the frame may be wide), then put back in order.
-    keyed = (
+    by = keyed(frame, "pid", "tid")
+    ordered = (
         frame.select(
+            *by[:-2],  # the part, in a batch of several traces
             _order=pl.int_range(pl.len(), dtype=pl.UInt32),
             _at=pl.col(when),
             _when=pl.col(when).fill_null(-1),
             pid=pl.col(pid).fill_null(-1),
             tid=pl.col(tid).fill_null(-1),
-            part=pl.col(PART),
         )
     ).sort("_when")
-    found = [keyed["_order"], keyed["_at"]]
+    found = [ordered["_order"], ordered["_at"]]
     for i, table in enumerate(wanted.values()):
-        joined = keyed.join_asof(  # in the keys' order: the left side's order is kept
+        joined = ordered.join_asof(  # in the keys' order: the left side's order is kept
             table,
             left_on="_when",
             right_on="scope_start",
-            by=[PART, "pid", "tid"],
+            by=by,
             strategy="backward",
             check_sortedness=False,
         )
@@ -114,7 +113,7 @@ def own_collective_spans(events: pl.DataFrame) -> pl.DataFrame:
     ops = events.filter(named(events, f"^{re.escape(SYMM_MEM_PREFIX)}"))["name"].unique()
     chosen = [str(op) for op in ops if runs_own_collective(str(op))]
     if not chosen:
-        return pl.DataFrame(schema=SCOPES_SCHEMA)
+        return pl.DataFrame(schema=with_part_type(SCOPES_SCHEMA, events))
     return spans(events, "^(?:" + "|".join(re.escape(op) for op in chosen) + ")$")
 
 

@@ -9,7 +9,7 @@ import msgspec
 import polars as pl
 
 from traceview.errors import Note
-from traceview.model.batch import PART, Batch, batch_of, parts_of, per_part
+from traceview.model.batch import Batch, batch_of, keyed, parts_of, per_part
 from traceview.model.cpu import CPU_MODEL_COLUMNS, cpu_intervals
 from traceview.model.gpu import (
     DEVICE_CATS,
@@ -109,12 +109,10 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
     intervals = collected(
         built.lazy()
         .with_columns(rank=per_part(ranks, pl.Int32()))
-        .select(PART, *INTERVALS_SCHEMA)
-        .cast(INTERVALS_SCHEMA, strict=False)  # type: ignore[arg-type]  # out of range: unknown
-        # By time alone, ties in the order made: a batch's parts are then taken out in order.
-        .sort("ts_ns", maintain_order=True),
+        .select(*keyed(built), *INTERVALS_SCHEMA)
+        .cast(INTERVALS_SCHEMA, strict=False),  # type: ignore[arg-type]  # out of range: unknown
         built.height,
-    )
+    ).sort("ts_ns", maintain_order=True)  # ties in the order made: a batch's parts taken out
     out = []
     n = len(batch.traces)
     for trace, rows, steps in zip(
