@@ -2,10 +2,12 @@
 
 At 1,024 ranks of a few MB each, an ingest's time is mostly what every trace pays whatever its
 size (setting up the tables, each polars call's own cost, writing a partition). This measures
-it the way a worker pays it: in one warm process, `ingest_trace` (parse, analyse, write the
-rank's partition) on each small trace over and over, with a worker's settings (polars' pool of
-one thread, traceview/preload.py; kept to one core, traceview/loader/workers.py), its CPU time
-(all threads) per trace; and, its runs among the small trace's, one large tiling of the same
+it the way a worker pays it: in one warm process, `ingest_traces` (parse, analyse, write the
+rank's partition) on each small trace over and over, alone and 16 at once as a worker takes
+small traces (their models built together: loader/parallel.py), with a worker's settings
+(polars' pool of one thread, traceview/preload.py; kept to one core, traceview/loader/
+workers.py), its CPU time (all threads) per trace; and, its runs among the small trace's, one
+large tiling of the same
 trace, whose CPU per MB is the cost of the bytes. The fixed cost of a small trace is its CPU
 less its MB times that rate. Where it goes: the same trace read alone (`read_trace`), analysed
 from its bytes (`analyze_trace`), and written.
@@ -46,7 +48,8 @@ from bench_analyze import MB  # noqa: E402
 from tile import tile  # noqa: E402
 
 from traceview import queries  # noqa: E402
-from traceview.loader.ingest import ingest_trace  # noqa: E402
+from traceview.loader.ingest import ingest_traces  # noqa: E402
+from traceview.loader.parallel import TOGETHER_AT_MOST, Failure  # noqa: E402
 from traceview.loader.rank import analyze_trace  # noqa: E402
 from traceview.loader.workers import keep_to  # noqa: E402
 from traceview.model import build_timeline, build_timelines, model_rows  # noqa: E402
@@ -86,30 +89,41 @@ def plain_copy(trace: Path, work: Path) -> Path:
     return target
 
 
-def ingester(trace: Path, folders: Path) -> Callable[[], None]:
-    """One ingest of the trace into a partition of its own, removed after."""
+def ingester(trace: Path, folders: Path, n: int = 1) -> Callable[[], None]:
+    """One worker's task: n ingests of the trace at once (their models built together, as a
+    worker takes small traces), each into a partition of its own, removed after."""
 
     def ingest() -> None:
-        folder = Path(tempfile.mkdtemp(dir=folders)) / "partition"  # made by the writer
-        ingest_trace(trace, folder, None, MAX_EVENT_BYTES)
-        shutil.rmtree(folder.parent)
+        made = [Path(tempfile.mkdtemp(dir=folders)) for _ in range(n)]
+        outcomes = ingest_traces(
+            [trace] * n, [m / "partition" for m in made], None, MAX_EVENT_BYTES
+        )
+        assert not any(isinstance(o, Failure) for o in outcomes), outcomes
+        for m in made:
+            shutil.rmtree(m)
 
     return ingest
 
 
-def ingests(small: Path, large: Path, folders: Path, repeat: int) -> tuple[float, float]:
-    """The median CPU of an ingest of the small trace (`repeat` runs) and of its large tiling
-    (a tenth as many, at least two), in rounds of one large run and its share of small ones:
-    the machine's drift falls on both alike, and the fixed cost is their difference."""
-    small_fn, large_fn = ingester(small, folders), ingester(large, folders)
-    small_fn(), large_fn()  # warm: imports, the compiled scanner, polars' thread pool
+def ingests(small: Path, large: Path, folders: Path, repeat: int) -> tuple[float, float, float]:
+    """The median CPU of an ingest of the small trace alone and of each of TOGETHER_AT_MOST
+    ingested at once (`repeat` runs each), and of its large tiling (a tenth as many, at least
+    two), in rounds of one large run and its share of small ones: the machine's drift falls on
+    all alike, and the fixed cost is the difference."""
+    n = TOGETHER_AT_MOST
+    alone_fn, together_fn = ingester(small, folders), ingester(small, folders, n)
+    large_fn = ingester(large, folders)
+    alone_fn(), together_fn(), large_fn()  # warm: imports, the scanner, polars' thread pool
     rounds = max(2, repeat // 10)
-    small_runs: list[float] = []
+    alone: list[float] = []
+    together: list[float] = []
     large_runs: list[float] = []
     for _ in range(rounds):
         large_runs.append(cpu_once(large_fn))
-        small_runs += [cpu_once(small_fn) for _ in range(max(1, repeat // rounds))]
-    return statistics.median(small_runs), statistics.median(large_runs)
+        for _ in range(max(1, repeat // rounds)):
+            alone.append(cpu_once(alone_fn))
+            together.append(cpu_once(together_fn) / n)
+    return statistics.median(alone), statistics.median(together), statistics.median(large_runs)
 
 
 def stages(trace: Path, folders: Path, repeat: int) -> dict[str, float]:
@@ -158,7 +172,7 @@ def engines(trace: Path, folders: Path, repeat: int) -> list[float]:
 
 def compare_engines(work: Path, folders: Path, repeat: int) -> None:
     print(
-        f"ingest_trace on small rank traces, one warm process, medians of {repeat} runs each, "
+        f"ingest_traces on small rank traces, one warm process, medians of {repeat} runs each, "
         "alternating (CPU ms)"
     )
     print(f"| shape | {' | '.join(_WAYS)} | saved against each |")
@@ -241,26 +255,32 @@ def main() -> None:
             if not large.exists():
                 tile(small, large, LARGE_MB * int(MB))
             mb, large_mb = small.stat().st_size / MB, large.stat().st_size / MB
-            ingest_s, large_s = ingests(small, large, folders, args.repeat)
-            measured = {"ingest": ingest_s, **stages(small, folders, args.repeat)}
+            alone_s, together_s, large_s = ingests(small, large, folders, args.repeat)
+            measured = {"ingest": alone_s, "together": together_s,
+                        **stages(small, folders, args.repeat)}  # fmt: skip
             rows.append((name, mb, large_s / large_mb, measured))
     finally:
         shutil.rmtree(folders)
     placed = "on every core" if args.every_core else "kept to one core, as a worker is"
     print(
-        f"ingest_trace on small rank traces, one warm process {placed}, medians of "
-        f"{args.repeat} (CPU ms; per MB: from a {LARGE_MB} MB tiling of the same trace, its runs "
-        "among the small trace's)"
+        f"ingest_traces on small rank traces, one warm process {placed}, medians of "
+        f"{args.repeat} (CPU ms a trace, alone and {TOGETHER_AT_MOST} at once as a worker takes "
+        f"small traces; per MB: from a {LARGE_MB} MB tiling of the same trace, its runs among "
+        "the small trace's)"
     )
-    print("| shape | MB | CPU ms | of which its bytes | fixed ms | read | analyze | write |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| shape | MB | of which its bytes | alone: CPU ms | fixed ms | "
+        f"{TOGETHER_AT_MOST} at once: CPU ms | fixed ms | read | analyze | write |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, mb, per_mb, c in rows:
         ms = {k: v * 1000 for k, v in c.items()}
         bytes_ms = per_mb * mb * 1000
         print(
-            f"| {name} | {mb:.1f} | {ms['ingest']:.0f} | {bytes_ms:.0f} "
-            f"({per_mb * 1000:.1f} ms/MB) | {ms['ingest'] - bytes_ms:.0f} | {ms['read']:.0f} | "
-            f"{ms['analyze']:.0f} | {ms['write']:.0f} |"
+            f"| {name} | {mb:.1f} | {bytes_ms:.0f} ({per_mb * 1000:.1f} ms/MB) | "
+            f"{ms['ingest']:.0f} | {ms['ingest'] - bytes_ms:.0f} | {ms['together']:.0f} | "
+            f"{ms['together'] - bytes_ms:.0f} | {ms['read']:.0f} | {ms['analyze']:.0f} | "
+            f"{ms['write']:.0f} |"
         )
 
 

@@ -9,6 +9,7 @@ there are workers). Run from the repository root:
 
     .venv/bin/python benchmarks/bench_store.py                      # 256 ranks x 50 MB
     .venv/bin/python benchmarks/bench_store.py --ranks 16 --mb 10   # a quick look
+    .venv/bin/python benchmarks/bench_store.py --one-step           # 256 small ranks (2.3 MB)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tile import _TS, tile
 
 ROOT = Path(__file__).parents[1]
 _WORLD = re.compile(rb'("distributedInfo": \{[^}]*?"rank": )(\d+)(, "world_size": )(\d+)')
+ONE_STEP = ROOT / "tests/fixtures/traces/nccl_ddp_w2_rank0_step5.json.gz"  # 2.3 MB of JSON
 CLOCK_STEP_US = 137  # rank r's clock runs r × this (mod 10 ms) ahead: offsets to fit
 
 
@@ -43,12 +45,16 @@ def _rank_trace(args: tuple[Path, Path, int, int]) -> None:
     partial.replace(target)
 
 
-def synthesize(out: Path, ranks: int, mb: float) -> Path:
+def synthesize(out: Path, ranks: int, mb: float, one_step: bool) -> Path:
     """out/job/rank<r>.json for every rank (kept between runs: made once)."""
-    source = next(p for p in DEFAULT_SOURCES if p.exists())
-    job = out / f"job-{mb:g}MB"
+    if one_step:  # the source's one-step excerpt as it is: the many-small-ranks case
+        source, mb = ONE_STEP, 0
+    else:
+        source = next(p for p in DEFAULT_SOURCES if p.exists())
+    name = "one-step" if one_step else f"{mb:g}MB"
+    job = out / f"job-{name}"
     job.mkdir(parents=True, exist_ok=True)
-    base = out / f"base-{mb:g}MB.json"
+    base = out / f"base-{name}.json"
     if not base.exists():
         tile(source, base, int(mb * MB), rank=0)
     tasks = [(base, job / f"rank{r}.json", r, ranks) for r in range(ranks)]
@@ -92,9 +98,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=256)
     parser.add_argument("--mb", type=float, default=50, help="about this many MB per rank trace")
+    parser.add_argument(
+        "--one-step",
+        action="store_true",
+        help="each rank the trace's one-step excerpt (2.3 MB), not a tiling: many small ranks",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench_out" / "store")
     args = parser.parse_args()
-    job = synthesize(args.out, args.ranks, args.mb)
+    job = synthesize(args.out, args.ranks, args.mb, args.one_step)
     json_mb = size_of(job) / MB
     store = args.out / "S"
     if store.exists():

@@ -156,7 +156,7 @@ def test_an_internal_error_is_one_line_with_its_own_exit_code(tmp_path, monkeypa
     def broken(*args, **kwargs):
         raise RuntimeError("something impossible")
 
-    monkeypatch.setattr("traceview.loader.parallel.analyze_trace", broken)
+    monkeypatch.setattr("traceview.loader.parallel.build_timelines", broken)
     assert cli.main(["analyze", str(path)]) == 3
     err = capsys.readouterr().err
     assert err.strip().splitlines() == [

@@ -238,7 +238,7 @@ def test_a_bug_is_a_message_not_a_traceback(monkeypatch, tmp_path):
     def broken(*args, **kwargs):
         raise RuntimeError("something impossible")
 
-    monkeypatch.setattr("traceview.loader.parallel.analyze_trace", broken)
+    monkeypatch.setattr("traceview.loader.parallel.build_timelines", broken)
     at = page("overlap", tmp_path, monkeypatch, run="ddp-dp1")
     (error,) = at.error
     assert error.value.startswith("ddp-dp1: ") and error.value.endswith(

@@ -236,7 +236,7 @@ def test_a_killed_local_worker_fails_its_trace_alone(tmp_path):
 
 def test_a_killed_ray_worker_fails_its_trace_alone(tmp_path):
     pytest.importorskip("ray")
-    _killed_once_then_finished(tmp_path, ["--engine", "ray"], "ray::ingest_trace")
+    _killed_once_then_finished(tmp_path, ["--engine", "ray"], "ray::ingest_traces")
 
 
 @pytest.mark.parametrize("command", ["analyze", "ingest"])

@@ -62,10 +62,10 @@ def map_on_ray(
     on_crash: Callable[[tuple[object, ...], str], R] | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> list[R]:
-    """`fn(*task)` as one Ray task each (one CPU each: a worker holds one trace at a time);
-    results in task order, on the cluster of `ray_session`. A task whose worker died (killed,
-    out of memory, its node lost) is not tried again: it gets `on_crash(task, why)` (without
-    it, the error is raised) and the others go on."""
+    """`fn(*task)` as one Ray task each (one CPU each: a worker holds one task at a time, one
+    large trace or a few small ones); results in task order, on the cluster of `ray_session`.
+    A task whose worker died (killed, out of memory, its node lost) is not tried again: it gets
+    `on_crash(task, why)` (without it, the error is raised) and the others go on."""
     with ray_session(address, on_ready) as ray:
         remote = ray.remote(num_cpus=1, max_retries=0)(fn)
         refs = [remote.remote(*task) for task in tasks]

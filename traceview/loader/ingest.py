@@ -1,5 +1,6 @@
 """Traces into a store: each rank's trace parsed once, by a worker that writes its partition
-into this ingest's own folder (memory: one trace per worker); then, under the store's writer
+into this ingest's own folder (memory: one large trace, or a few small ones modelled together,
+per worker: loader/parallel.py together); then, under the store's writer
 lock (store/lock.py), the partitions are moved into place, each replacing the old one whole, and
 each job's record says which traces its ingests read. A trace whose partition is up to date and
 whole is not parsed again."""
@@ -7,22 +8,34 @@ whole is not parsed again."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path
 
 import msgspec
 
+from traceview import preload
+from traceview.analysis.rank import RankReport
 from traceview.errors import CannotWrite, TraceviewError
 from traceview.inputs import is_stream
 from traceview.loader.engines import ENGINES, map_on_ray
 from traceview.loader.on_nodes import NodeIngest, ingest_on_nodes
-from traceview.loader.parallel import Failure, crashed, guarded, not_finished
-from traceview.loader.rank import analyze_trace
+from traceview.loader.parallel import (
+    Failure,
+    Options,
+    crashed,
+    guarded,
+    in_order,
+    not_finished,
+    per_trace,
+    reports_together,
+    together,
+)
 from traceview.loader.sources import RunSource, check_one_job, find_runs
 from traceview.loader.workers import map_in_processes
 from traceview.parse.run_record import incomplete_run
 from traceview.parse.stream import MAX_EVENT_BYTES
 from traceview.store import commit, layout, lock
-from traceview.store.partition import source_of, write_partition
+from traceview.store.partition import Source, source_of, write_partition
 
 WaitFn = Callable[[str], None]  # told who holds the store, once, when a writer starts waiting
 
@@ -44,32 +57,45 @@ IngestOutcome = Written | Failure
 DoneFn = Callable[[int, int, IngestOutcome], None]
 
 
-def ingest_trace(
-    path: Path,
-    folder: Path,
+def ingest_traces(
+    paths: list[Path],
+    folders: list[Path],
     comm_pattern: str | None,
     max_event_bytes: int,
     max_memory_bytes: int | None = None,
-) -> IngestOutcome:
-    """(In a worker.) Parse one trace and write its partition into `folder`."""
-
-    def work() -> Written:
-        source = source_of(path)
-        report = analyze_trace(
-            path,
-            comm_pattern=comm_pattern,
-            keep_intervals=True,
-            max_event_bytes=max_event_bytes,
-            max_memory_bytes=max_memory_bytes,
+) -> list[IngestOutcome]:
+    """(In a worker.) Parse these traces, their models built together (loader/parallel.py),
+    and write each one's partition into its folder."""
+    # Each source is described before its trace is read: a trace that changes while it is
+    # read is then found changed by the next ingest, never taken as stored.
+    sources = [guarded(p, partial(source_of, p)) for p in paths]
+    done: dict[int, IngestOutcome] = {i: s for i, s in enumerate(sources) if isinstance(s, Failure)}
+    readable = [i for i in range(len(paths)) if i not in done]
+    options = Options(
+        comm_pattern=comm_pattern,
+        keep_intervals=True,
+        max_event_bytes=max_event_bytes,
+        max_memory_bytes=max_memory_bytes,
+    )
+    reports = reports_together([paths[i] for i in readable], options)
+    for i, report in zip(readable, reports, strict=True):
+        source = sources[i]
+        assert not isinstance(source, Failure)
+        done[i] = (
+            report
+            if isinstance(report, Failure)
+            else guarded(paths[i], partial(_written, report, folders[i], source, comm_pattern))
         )
-        write_partition(report, folder, source, comm_pattern)
-        return Written(
-            report.trace, folder, report.rank, report.world_size, report.backend,
-            report.epoch_span_ns, report.recorded_strategy,
-            tuple(n.message for n in report.notes if n.lossy),
-        )  # fmt: skip
+    return [done[i] for i in range(len(paths))]
 
-    return guarded(path, work)
+
+def _written(report: RankReport, folder: Path, source: Source, comm_pattern: str | None) -> Written:
+    write_partition(report, folder, source, comm_pattern)
+    return Written(
+        report.trace, folder, report.rank, report.world_size, report.backend,
+        report.epoch_span_ns, report.recorded_strategy,
+        tuple(n.message for n in report.notes if n.lossy),
+    )  # fmt: skip
 
 
 class Ingested(msgspec.Struct, frozen=True):
@@ -140,14 +166,9 @@ def ingest(
                 if found is not None:
                     unchanged[path] = found.rank
                     continue
-                folder = incoming / name / str(i)
-                tasks.append((path, folder, comm_pattern, max_event_bytes, max_memory_bytes))
-        if engine == "ray":
-            outcomes = map_on_ray(
-                ingest_trace, tasks, address, on_done, on_crash=crashed, on_ready=on_engine
-            )
-        else:
-            outcomes = map_in_processes(ingest_trace, tasks, jobs, on_done, on_crash=crashed)
+                tasks.append((path, incoming / name / str(i)))
+        outcomes = _ingested(tasks, engine, address, jobs, comm_pattern, max_event_bytes,
+                             max_memory_bytes, on_done, on_engine)  # fmt: skip
         unwritable = [o.cannot_write for o in outcomes if isinstance(o, Failure) and o.cannot_write]
         if unwritable:  # a full disk, say: nothing goes into place
             raise TraceviewError(
@@ -169,6 +190,35 @@ def ingest(
             (o.trace, loss) for o in outcomes if isinstance(o, Written) for loss in o.losses
         ),
     )
+
+
+def _ingested(
+    tasks: list[tuple[Path, Path]],
+    engine: str,
+    address: str | None,
+    jobs: int | None,
+    comm_pattern: str | None,
+    max_event_bytes: int,
+    max_memory_bytes: int | None,
+    on_done: DoneFn | None,
+    on_engine: WaitFn | None,
+) -> list[IngestOutcome]:
+    """Each (trace, its partition's folder)'s outcome, in order: the small traces a few to a
+    worker (loader/parallel.py together), each told of as it is done."""
+    paths = [path for path, _ in tasks]
+    workers = max(1, min(len(tasks), jobs or preload.cores()))
+    groups = together(paths, workers)
+    batches = [([tasks[i][0] for i in g], [tasks[i][1] for i in g], comm_pattern,
+                max_event_bytes, max_memory_bytes) for g in groups]  # fmt: skip
+    each_group = per_trace(on_done, len(tasks))
+    found: list[Sequence[IngestOutcome]]
+    if engine == "ray":
+        found = map_on_ray(
+            ingest_traces, batches, address, each_group, on_crash=crashed, on_ready=on_engine
+        )
+    else:
+        found = map_in_processes(ingest_traces, batches, jobs, each_group, on_crash=crashed)
+    return in_order(groups, found)
 
 
 def _joined(root: Path, found: list[Ingested], nodes: list[NodeIngest]) -> Ingested:
@@ -236,7 +286,7 @@ def ingest_one(trace: Path, store: str | Path, job: str, comm_pattern: str | Non
     root = layout.open_store(Path(store), create=True)
     layout.check_job_name(job)
     with lock.own_folder(root) as incoming:
-        outcome = ingest_trace(trace, incoming / "0", comm_pattern, MAX_EVENT_BYTES)
+        (outcome,) = ingest_traces([trace], [incoming / "0"], comm_pattern, MAX_EVENT_BYTES)
         with lock.writer(root):
             try:
                 layout.job_dir(root, job).mkdir(exist_ok=True)

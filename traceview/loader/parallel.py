@@ -1,19 +1,26 @@
-"""Analyse many traces, one process per core, and gather what each produced or why it failed."""
+"""Analyse many traces, one process per core, and gather what each produced or why it failed.
+Small traces go to a worker several at a time and their models are built together
+(model/batch.py): a small rank's model is mostly the fixed cost of its queries."""
 
 from __future__ import annotations
 
+import os
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 import msgspec
 
+from traceview import preload
 from traceview.analysis.rank import RankReport
 from traceview.errors import A_BUG, CannotWrite, NotATraceError, TraceviewError
 from traceview.inputs import ProgressFn, is_stream
-from traceview.loader.rank import analyze_trace
+from traceview.loader.rank import measured, read_for_model, without_events
 from traceview.loader.workers import map_in_processes
+from traceview.model import Timeline, build_timeline, build_timelines
+from traceview.parse import Trace
 from traceview.parse.stream import MAX_EVENT_BYTES
 
 
@@ -33,11 +40,12 @@ def not_finished(folder: Path, why: str) -> Failure:
     return Failure(folder, f"{folder}: {why}", lost=True)
 
 
-def crashed(task: tuple[object, ...], why: str) -> Failure:
-    """What a task on a trace (its first argument) whose worker died gives."""
-    path = task[0]
-    assert isinstance(path, Path)
-    return Failure(path, f"{path}: the process analysing it {why}", lost=True)
+def crashed(task: tuple[object, ...], why: str) -> Sequence[Failure]:
+    """What a task on traces (its first argument: their paths) whose worker died gives: each
+    of them lost."""
+    paths = task[0]
+    assert isinstance(paths, list)
+    return [Failure(p, f"{p}: the process analysing it {why}", lost=True) for p in paths]
 
 
 Outcome = RankReport | Failure
@@ -58,18 +66,90 @@ class Options(msgspec.Struct, frozen=True, kw_only=True):
 _DEFAULT_OPTIONS = Options()  # frozen: one for every call that gives none
 
 
-def _analyze_one(path: Path, options: Options, progress: ProgressFn | None = None) -> Outcome:
-    return guarded(
-        path,
-        lambda: analyze_trace(
-            path,
-            comm_pattern=options.comm_pattern,
-            progress=progress,
-            keep_intervals=options.keep_intervals,
-            max_event_bytes=options.max_event_bytes,
-            max_memory_bytes=options.max_memory_bytes,
-        ),
-    )
+def reports_together(
+    paths: Sequence[Path], options: Options, progress: ProgressFn | None = None
+) -> Iterator[Outcome]:
+    """Each trace's report, or why it failed, in order: each read and measured on its own, their
+    models built together, each exactly as alone (a batch whose models fail together is built
+    again one trace at a time: one trace's fault costs no other its report). `progress`: of
+    each trace's reading."""
+    read: list[Trace | Failure | None] = [
+        guarded(p, partial(read_for_model, p, progress,
+                           options.max_event_bytes, options.max_memory_bytes))
+        for p in paths
+    ]  # fmt: skip
+    timelines = iter(_timelines([t for t in read if isinstance(t, Trace)], options.comm_pattern))
+    for i, path in enumerate(paths):
+        trace, read[i] = read[i], None  # its events let go once measured
+        if not isinstance(trace, Trace):
+            assert trace is not None
+            yield trace
+            continue
+        timeline = next(timelines)
+        if isinstance(timeline, Failure):
+            yield timeline
+            continue
+        trace = without_events(trace)
+        yield guarded(path, partial(measured, trace, timeline, options.keep_intervals))
+
+
+def _timelines(traces: list[Trace], comm_pattern: str | None) -> list[Timeline | Failure]:
+    if not traces:
+        return []
+    together = guarded(traces[0].path, partial(build_timelines, traces, comm_pattern))
+    if isinstance(together, Failure) and len(traces) > 1:
+        return [guarded(t.path, partial(build_timeline, t, comm_pattern)) for t in traces]
+    return [together] if isinstance(together, Failure) else list(together)
+
+
+def _analyze_together(paths: list[Path], options: Options) -> list[Outcome]:
+    return list(reports_together(paths, options))
+
+
+# Traces holding less JSON than this go to a worker several at once, at most TOGETHER_AT_MOST
+# at a time: a worker then holds a few small traces where it would hold one large one.
+TOGETHER_BELOW_BYTES = 8 << 20
+TOGETHER_AT_MOST = 16
+# A gzip is taken to hold at least this many times its size (its trailer records the size of
+# its last member only: a trace written in several members would be taken for less).
+GZIP_AT_LEAST = 8
+# Enough groups that every worker stays busy to the end: at least this many a worker.
+GROUPS_PER_WORKER = 4
+
+
+def together(paths: Sequence[Path], workers: int) -> list[list[int]]:
+    """The paths' indexes in the groups a worker takes at once, in order: each trace alone but
+    the small ones, which go in groups of up to TOGETHER_AT_MOST, as many groups as keep every
+    worker busy."""
+    small = {i for i, p in enumerate(paths) if _json_bytes(p) < TOGETHER_BELOW_BYTES}
+    size = min(TOGETHER_AT_MOST, max(1, len(small) // (workers * GROUPS_PER_WORKER)))
+    groups: list[list[int]] = []
+    filling: list[int] = []
+    for i in range(len(paths)):
+        if i not in small:
+            groups.append([i])
+            continue
+        if not filling or len(filling) == size:
+            filling = []
+            groups.append(filling)
+        filling.append(i)
+    return groups
+
+
+def _json_bytes(path: Path) -> float:
+    """How many bytes of JSON the trace holds, roughly (a stream, or a file that cannot be
+    read: as if many, so that it goes alone; its worker says why it cannot be read)."""
+    if is_stream(path):
+        return float("inf")
+    try:
+        with path.open("rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if f.read(2) != b"\x1f\x8b" or size < 18:
+                return size
+            f.seek(-4, os.SEEK_END)  # the gzip trailer's uncompressed size (mod 4 GiB)
+            return max(int.from_bytes(f.read(4), "little"), size * GZIP_AT_LEAST)
+    except OSError:
+        return float("inf")
 
 
 def guarded(path: Path, work: Callable[[], T]) -> T | Failure:
@@ -115,13 +195,41 @@ def analyze_many(
     """Outcomes in the order of `paths`. A single trace, traces too small to pay for starting
     workers, or any stream among them (standard input, a pipe: only this process can read it),
     are analysed in this process."""
-    if len(paths) == 1 or jobs == 1 or any(is_stream(p) for p in paths) or _small(paths, jobs):
-        outcomes: list[Outcome] = []
-        for i, path in enumerate(paths):
-            outcomes.append(_analyze_one(path, options, progress))
-            if on_done:
-                on_done(i + 1, len(paths), outcomes[-1])
-        return outcomes
-    return map_in_processes(
-        _analyze_one, [(p, options) for p in paths], jobs, on_done, on_crash=crashed
-    )
+    here = len(paths) == 1 or jobs == 1 or any(is_stream(p) for p in paths) or _small(paths, jobs)
+    workers = 1 if here else max(1, min(len(paths), jobs or preload.cores()))
+    groups = together(paths, workers)
+    tasks = [([paths[i] for i in g], options) for g in groups]
+    each_group = per_trace(on_done, len(paths))
+    if here:
+        found: list[list[Outcome]] = []
+        for names, _ in tasks:
+            found.append(list(reports_together(names, options, progress)))
+            if each_group:
+                each_group(len(found), len(tasks), found[-1])
+    else:
+        found = map_in_processes(_analyze_together, tasks, jobs, each_group, on_crash=crashed)
+    return in_order(groups, found)
+
+
+def in_order(groups: list[list[int]], found: Sequence[Sequence[T]]) -> list[T]:
+    """The outcomes of each group's items, back in the items' order."""
+    out: dict[int, T] = {}
+    for group, outcomes in zip(groups, found, strict=True):
+        out.update(zip(group, outcomes, strict=True))
+    return [out[i] for i in range(len(out))]
+
+
+def per_trace(
+    on_done: Callable[[int, int, T], None] | None, total: int
+) -> Callable[[int, int, Sequence[T]], None] | None:
+    """A group's progress as its traces' (on_done: told of each trace)."""
+    if on_done is None:
+        return None
+    done = [0]
+
+    def group_done(_groups_done: int, _groups: int, outcomes: Sequence[T]) -> None:
+        for outcome in outcomes:
+            done[0] += 1
+            on_done(done[0], total, outcome)
+
+    return group_done

@@ -1,4 +1,5 @@
-"""analyze_trace(path) -> RankReport: read one rank's trace, build its model, measure it."""
+"""analyze_trace(path) -> RankReport: read one rank's trace, build its model, measure it; and
+the same three steps for traces whose models are built together (loader/parallel.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import msgspec
 
 from traceview.analysis.rank import RankReport, keeps, rank_report
 from traceview.inputs import ProgressFn
-from traceview.model import build_timeline, model_rows
-from traceview.parse import read_trace
+from traceview.model import Timeline, build_timeline, model_rows
+from traceview.parse import Trace, read_trace
 from traceview.parse.stream import MAX_EVENT_BYTES
 
 
@@ -26,13 +27,31 @@ def analyze_trace(
     in the report (timelines, export) — a number N: only for ranks below N (and unnamed ones);
     `max_event_bytes`: the longest event read; `max_memory_bytes`: the memory bound
     (parse/budget.py; default: the machine's memory)."""
-    # Only the rows the model reads are held while it is built (the events table is the
-    # largest thing in memory).
-    trace = model_rows(read_trace(path, progress, max_event_bytes, max_memory_bytes))
+    trace = read_for_model(path, progress, max_event_bytes, max_memory_bytes)
     timeline = build_timeline(trace, comm_pattern)
-    # The events (and the collectives' arguments) are all in the timeline now: let them go
-    # before the measuring starts.
-    trace = msgspec.structs.replace(
+    trace = without_events(trace)
+    return measured(trace, timeline, keep_intervals)
+
+
+def read_for_model(
+    path: str | Path,
+    progress: ProgressFn | None = None,
+    max_event_bytes: int = MAX_EVENT_BYTES,
+    max_memory_bytes: int | None = None,
+) -> Trace:
+    """The trace with only the rows the model reads (the events table is the largest thing in
+    memory while the model is built)."""
+    return model_rows(read_trace(path, progress, max_event_bytes, max_memory_bytes))
+
+
+def without_events(trace: Trace) -> Trace:
+    """The trace's description alone: once its timeline is built, the events (and the
+    collectives' arguments) are all in it, and are let go before the measuring starts."""
+    return msgspec.structs.replace(
         trace, events=trace.events.clear(), comm_args=trace.comm_args.clear()
     )
+
+
+def measured(trace: Trace, timeline: Timeline, keep_intervals: bool | int) -> RankReport:
+    """The rank's report from its timeline (`trace`: its description, without_events)."""
     return rank_report(trace, timeline, keep_intervals=keeps(keep_intervals, trace.meta.rank))
