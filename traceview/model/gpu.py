@@ -17,7 +17,7 @@ from traceview.model.scopes import (
 )
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
-from traceview.parse.names import COMM_KERNEL, GPU_COLLECTIVE_SPAN, collective_of, named
+from traceview.parse.names import COMM_KERNEL, collective_of, named
 from traceview.queries import collected
 
 DEVICE_CATS = ["kernel", "memcpy", "memset"]
@@ -25,13 +25,6 @@ DEVICE_CATS = ["kernel", "memcpy", "memset"]
 
 def has_gpu_activity(trace: Trace) -> bool:
     return bool(trace.events.select(pl.col("cat").is_in(DEVICE_CATS).any()).item())
-
-
-def launches_gpu_work(trace: Trace) -> bool:
-    """Whether the CPU side launched GPU work (runtime calls, NCCL collectives), recorded or not."""
-    events = trace.events
-    launching = (pl.col("cat") == "runtime") | named(events, GPU_COLLECTIVE_SPAN)
-    return bool(events.select(launching.any()).item())
 
 
 def launches_of(device: pl.DataFrame) -> pl.Expr:

@@ -8,55 +8,55 @@ from collections.abc import Iterator
 import polars as pl
 
 from traceview.errors import Note
-from traceview.model.gpu import device_counts, said_counts
+from traceview.model.facts import EventFacts, IntervalFacts
+from traceview.model.gpu import said_counts
 from traceview.parse import Trace
-from traceview.parse.names import MAYBE_COMM_KERNEL, named
-from traceview.queries import collected
+from traceview.parse.names import MAYBE_COMM_KERNEL
 
 SUGGESTED_KERNELS = 3
 
 
 def timeline_notes(
-    trace: Trace, mode: str, spans: pl.DataFrame, intervals: pl.DataFrame, comm_measured: bool
+    trace: Trace,
+    mode: str,
+    spans: pl.DataFrame,
+    intervals: pl.DataFrame,
+    comm_measured: bool,
+    events: EventFacts,
+    found: IntervalFacts,
 ) -> Iterator[Note]:
-    unnumbered = trace.events.select(named(trace.events, r"^ProfilerStep#\d{19,}$").sum()).item()
-    if unnumbered:
+    """The notes of one trace's timeline, from what was counted of it (model/facts.py)."""
+    if events.unnumbered_steps:
         yield Note(
-            message=f"{unnumbered:,} ProfilerStep spans have numbers too long to read: skipped",
+            message=f"{events.unnumbered_steps:,} ProfilerStep spans have numbers too long to "
+            "read: skipped",
             severity="lossy",
         )
     if spans.height == 0:
         yield Note(message="no ProfilerStep spans: only whole-trace totals are reported")
-    work = collected(  # only the columns read below: the intervals are wide
-        intervals.lazy()
-        .filter(pl.col("kind") != "other")
-        .select("kind", "name", "launch_ns", "step"),
-        intervals.height,
-    )
-    if mode == "gpu" and work.height and work["launch_ns"].null_count() == work.height:
+    outside = found.outside
+    if mode == "gpu" and found.work and sum(found.unlaunched) == found.work:
         yield Note(
             message="no kernel's launch is recorded (no runtime events with correlation ids): "
             "kernels are placed in steps by their start time",
             severity="caveat",
         )
     elif mode == "gpu" and spans.height:
-        before = work.filter(pl.col("launch_ns").is_null())
-        if before.height:
+        if sum(found.unlaunched):
             yield Note(
-                message=f"{said_counts(*device_counts(before))} were launched before the "
+                message=f"{said_counts(*found.unlaunched)} were launched before the "
                 "profiling window (their launch is not in the trace): reported as 'before the "
                 "first step', counted in the totals, in no step"
             )
-        work = work.filter(pl.col("launch_ns").is_not_null())
-    outside = work.filter(pl.col("step").is_null()).height
+        outside = found.launched_outside
     if spans.height and outside:
         where = "were launched" if mode == "gpu" else "start"
         yield Note(
             message=f"{outside:,} intervals {where} outside every profiler step: "
             "they count in the totals only"
         )
-    if (unread := _accelerator_work(trace)) is not None:
-        yield unread
+    if events.accelerator_events:
+        yield _accelerator_work(trace)
     if not comm_measured:
         yield Note(
             message="the trace launches GPU work but holds no GPU activity (profiled without "
@@ -64,7 +64,7 @@ def timeline_notes(
             "communication and idle are unknown; compute is the CPU ops' time",
             severity="caveat",
         )
-    elif (trace.meta.world_size or 0) > 1 and not (intervals["kind"] == "comm").any():
+    elif (trace.meta.world_size or 0) > 1 and not found.has_comm:
         yield _no_communication(trace.meta.world_size, mode, intervals)
 
 
@@ -96,13 +96,11 @@ def _no_communication(world_size: int | None, mode: str, intervals: pl.DataFrame
 _COLLECTIVE_LIKE = rf"(?i)ccl|{MAYBE_COMM_KERNEL.removeprefix('(?i)')}"
 
 
-def _accelerator_work(trace: Trace) -> Note | None:
+def _accelerator_work(trace: Trace) -> Note:
     """Device work of an accelerator the model does not read (MTIA's on-device events, other
     categories of kernels): named, with how much of it looks like communication, never left
     out in silence."""
     work = trace.events.filter(pl.col("cat") == "accelerator")
-    if work.height == 0:
-        return None
     names = work.group_by(name=pl.col("name").cast(pl.String)).len().sort("len", descending=True)
     collectives = names.filter(pl.col("name").str.contains(_COLLECTIVE_LIKE))
     said = ", ".join(f"{_short(n)} ×{c:,}" for n, c in collectives.head(SUGGESTED_KERNELS).rows())

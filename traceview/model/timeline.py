@@ -11,11 +11,11 @@ import polars as pl
 from traceview.errors import Note
 from traceview.model.batch import Batch, batch_of, keyed, parts_of, per_part
 from traceview.model.cpu import CPU_MODEL_COLUMNS, cpu_intervals
+from traceview.model.facts import event_facts, interval_facts
 from traceview.model.gpu import (
     DEVICE_CATS,
     gpu_intervals,
     has_gpu_activity,
-    launches_gpu_work,
     launches_of,
 )
 from traceview.model.notes import timeline_notes
@@ -115,27 +115,20 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
     ).sort("ts_ns", maintain_order=True)  # ties in the order made: a batch's parts taken out
     out = []
     n = len(batch.traces)
-    for trace, rows, steps in zip(
-        batch.traces, parts_of(intervals, n), parts_of(spans, n), strict=True
+    events, found = event_facts(batch.events, n), interval_facts(intervals, n)
+    for trace, rows, steps, said, counted in zip(
+        batch.traces, parts_of(intervals, n), parts_of(spans, n), events, found, strict=True
     ):
-        comm_measured = mode == "gpu" or not launches_gpu_work(trace)
+        comm_measured = mode == "gpu" or not said.launches_gpu_work
         out.append(
             Timeline(
                 rank=trace.meta.rank,
                 mode=mode,
                 intervals=rows,
                 step_spans=steps,
-                notes=tuple(timeline_notes(trace, mode, steps, rows, comm_measured)),
+                notes=tuple(timeline_notes(trace, mode, steps, rows, comm_measured, said, counted)),
                 comm_measured=comm_measured,
-                wrappers=wrappers_of(trace.events),
+                wrappers=said.wrappers,
             )
         )
     return out
-
-
-def wrappers_of(events: pl.DataFrame) -> tuple[str, ...]:
-    """Which data-parallel wrappers wrote their record functions into the trace."""
-    found = events.select(
-        **{name: named(events, pattern).any() for name, pattern in WRAPPER_SPANS.items()}
-    )
-    return tuple(name for name in WRAPPER_SPANS if found[name].item())
