@@ -276,53 +276,93 @@ def _call_rows(ops: pl.DataFrame, batch: Batch) -> pl.DataFrame:
 
 def _top_level_minus(events: pl.DataFrame, ops: pl.Expr, cuts: pl.DataFrame) -> pl.DataFrame:
     """The top-level `ops` of each thread, with the time of any cut (a wait or collective call
-    on the same thread) removed; a cut op is split."""
+    on the same thread) removed; a cut op is split. Every thread at once: each thread's times
+    are moved into a stretch of their own (`_apart`), so that one union of the cuts and one cut
+    of the ops give each thread what it alone would."""
     top = _top_level(events, ops)
     if cuts.height == 0 or top.height == 0:
         return top
     threads = keyed(cuts, "pid", "tid")
-    pieces = [
-        top.join(cuts.select(threads).unique(), on=threads, how="anti", maintain_order="left")
-    ]
-    for thread, thread_cuts in cuts.group_by(threads, maintain_order=True):
-        cut = union(thread_cuts["ts_ns"].to_numpy(), thread_cuts["end_ns"].to_numpy())
-        mine = top.filter(_on(threads, thread))
-        owner, starts, ends = each_minus(mine["ts_ns"].to_numpy(), mine["end_ns"].to_numpy(), cut)
-        pieces.append(mine[owner].with_columns(ts_ns=starts, end_ns=ends))
-    return pl.concat(pieces)
+    # A thread's number: 0 for those without cuts, then the others as the cuts first name them.
+    numbered = cuts.select(threads).unique(maintain_order=True).with_row_index("_n", offset=1)
+    top_n = _thread_numbers(top, numbered, threads)
+    cut_n = _thread_numbers(cuts, numbered, threads)
+    starts, ends = top["ts_ns"].to_numpy(), top["end_ns"].to_numpy()
+    shift = _apart(numbered.height + 1, (top_n, starts, ends), (cut_n, cuts["ts_ns"].to_numpy(),
+                                                            cuts["end_ns"].to_numpy()))  # fmt: skip
+    order = np.argsort(top_n, kind="stable")  # threads without cuts first, as before them
+    moved = shift[top_n[order]]
+    cut = union(cuts["ts_ns"].to_numpy() + shift[cut_n], cuts["end_ns"].to_numpy() + shift[cut_n])
+    owner, lo, hi = each_minus(starts[order] + moved, ends[order] + moved, cut)
+    back = moved[owner]
+    return top[order[owner]].with_columns(
+        ts_ns=pl.Series(lo - back, dtype=pl.Int64), end_ns=pl.Series(hi - back, dtype=pl.Int64)
+    )
+
+
+def _thread_numbers(rows: pl.DataFrame, numbered: pl.DataFrame, threads: list[str]) -> np.ndarray:
+    """Each row's thread's number in `numbered` (0 where it has none)."""
+    found = rows.select(threads).join(numbered, on=threads, how="left", maintain_order="left")
+    return found["_n"].fill_null(0).to_numpy().astype(np.int64)
+
+
+def _apart(n: int, *sets: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """What to add to the times of each of n threads ((thread, starts, ends) of each set of
+    intervals) so that each thread's fall in a stretch of their own, in thread order, a
+    nanosecond apart: no interval of one thread then meets another's."""
+    lo = np.full(n, np.iinfo(np.int64).max)
+    hi = np.full(n, np.iinfo(np.int64).min)
+    for thread, starts, ends in sets:
+        np.minimum.at(lo, thread, np.minimum(starts, ends))
+        np.maximum.at(hi, thread, np.maximum(starts, ends))
+    seen = lo <= hi
+    span = np.where(seen, hi - lo, 0)
+    base = np.concatenate(([0], np.cumsum(span + 1)[:-1]))
+    return np.where(seen, base - lo, 0)
 
 
 def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
     """The events chosen by `ops` that no earlier one on their thread reaches past (ops nested
-    in another are covered by it), per thread in time order: pid, tid, name, ts_ns, end_ns.
-    Found from index arrays, thread by thread: the ops are millions of rows, and a table of
-    them, sorted, costs several times their size."""
+    in another are covered by it), per thread in time order: (part,) pid, tid, name, ts_ns,
+    end_ns. Found from index arrays, every thread at once (each thread's times moved into a
+    stretch of their own, `_apart`): the ops are millions of rows, and a table of them, sorted,
+    costs several times their size."""
     # A bit per event, made once (with_columns: a literal is one per event too).
     chosen = events.with_columns(_chosen=ops.fill_null(False))["_chosen"]
-    keys = keyed(events, "pid", "tid")
-    threads = collected(
-        events.lazy().select(keys).filter(chosen).unique().sort(keys), events.height
-    )
-    kept = []
-    for thread in threads.iter_rows():
-        if threads.height == 1:
-            rows = chosen.arg_true()
-        else:
-            mine = pl.lit(chosen) & _on(keys, thread)
-            rows = collected(events.lazy().select(pl.arg_where(mine)), events.height).to_series()
-        starts = events["ts_ns"].gather(rows).to_numpy()
-        ends = events["end_ns"].gather(rows).to_numpy()
-        order = _by_start_longest_first(starts, ends)
-        if order is not None:
-            rows, ends = rows.gather(order), ends[order]
-        del starts, order
-        reach = np.maximum.accumulate(ends)
-        first = np.empty(ends.size, dtype=bool)
-        first[0] = True
-        first[1:] = ends[1:] > reach[:-1]
-        kept.append(rows.filter(first))
     columns = keyed(events, "pid", "tid", "name", "ts_ns", "end_ns")
-    return events.select(columns)[pl.concat(kept)] if kept else events.select(columns).clear()
+    rows = chosen.arg_true()
+    if rows.len() == 0:
+        return events.select(columns).clear()
+    starts = events["ts_ns"].gather(rows).to_numpy()
+    ends = events["end_ns"].gather(rows).to_numpy()
+    thread = _threads_of(events, chosen)
+    if thread is not None:
+        shift = _apart(int(thread.max()) + 1, (thread, starts, ends))[thread]
+        starts, ends = starts + shift, ends + shift
+        del shift
+    order = _by_start_longest_first(starts, ends)
+    if order is not None:
+        rows, ends = rows.gather(order), ends[order]
+    del starts, order
+    reach = np.maximum.accumulate(ends)
+    first = np.empty(ends.size, dtype=bool)
+    first[0] = True
+    first[1:] = ends[1:] > reach[:-1]
+    return events.select(columns)[rows.filter(first)]
+
+
+def _threads_of(events: pl.DataFrame, chosen: pl.Series) -> np.ndarray | None:
+    """The thread of each chosen event, numbered in the order of their keys ((part,) pid, tid);
+    None where they are all on one."""
+    keys = keyed(events, "pid", "tid")
+    mine = events.lazy().select(keys).filter(chosen)
+    threads = collected(mine.unique().sort(keys).with_row_index("_n"), events.height)
+    if threads.height == 1:
+        return None
+    numbered = collected(
+        mine.join(threads.lazy(), on=keys, how="left", maintain_order="left"), events.height
+    )
+    return numbered["_n"].to_numpy().astype(np.int64)
 
 
 def _on(keys: list[str], values: tuple[object, ...]) -> pl.Expr:
