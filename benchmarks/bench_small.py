@@ -17,7 +17,7 @@ Run from the repository root:
     .venv/bin/python benchmarks/bench_small.py --repeat 5       # a quick look
     .venv/bin/python benchmarks/bench_small.py --engines        # the queries run as polars would
     .venv/bin/python benchmarks/bench_small.py --every-core     # not kept to a core: run beside
-    .venv/bin/python benchmarks/bench_small.py --together 16    # the model alone vs 16 at once
+    .venv/bin/python benchmarks/bench_small.py --together 16    # model, measures: alone vs 16
 """
 
 from __future__ import annotations
@@ -48,9 +48,10 @@ from bench_analyze import MB  # noqa: E402
 from tile import tile  # noqa: E402
 
 from traceview import queries  # noqa: E402
+from traceview.analysis.rank import rank_reports  # noqa: E402
 from traceview.loader.ingest import ingest_traces  # noqa: E402
 from traceview.loader.parallel import TOGETHER_AT_MOST, Failure  # noqa: E402
-from traceview.loader.rank import analyze_trace  # noqa: E402
+from traceview.loader.rank import analyze_trace, without_events  # noqa: E402
 from traceview.loader.workers import keep_to  # noqa: E402
 from traceview.model import build_timeline, build_timelines, model_rows  # noqa: E402
 from traceview.parse import read_trace  # noqa: E402
@@ -188,26 +189,38 @@ def compare_engines(work: Path, folders: Path, repeat: int) -> None:
 
 def compare_together(n: int, repeat: int) -> None:
     """The model of each shape's trace built alone and in a batch of n copies of it
-    (model/batch.py), alternating run by run: CPU ms a rank, medians."""
+    (model/batch.py), and its measures taken alone and n at once (analysis/stack.py),
+    alternating run by run: CPU ms a rank, medians."""
     print(
-        f"the model (build_timeline) of small rank traces, one warm process, alone and {n} at "
-        f"once, medians of {repeat} runs each, alternating (CPU ms a rank)"
+        f"the model (build_timeline) and the measures (rank_report) of small rank traces, one "
+        f"warm process, alone and {n} at once, medians of {repeat} runs each, alternating (CPU "
+        f"ms a rank)"
     )
-    print(f"| shape | alone | {n} at once | saved |")
-    print("|---|---|---|---|")
+    print(f"| shape | model alone | {n} at once | saved | measures alone | {n} at once | saved |")
+    print("|---|---|---|---|---|---|---|")
     for name, source in SHAPES.items():
         trace = model_rows(read_trace(source))
         batch = [trace] * n
-        build_timeline(trace), build_timelines(batch)  # warm
-        alone: list[float] = []
-        together: list[float] = []
-        for _ in range(repeat):
-            alone.append(cpu_once(partial(build_timeline, trace)))
-            together.append(cpu_once(partial(build_timelines, batch)) / n)
-        a, t = statistics.median(alone), statistics.median(together)
-        print(
-            f"| {name} | {a * 1000:.1f} | {t * 1000:.1f} | {(a - t) * 1000:.1f} ({1 - t / a:.0%}) |"
-        )
+        model = per_rank(partial(build_timeline, trace), partial(build_timelines, batch), n, repeat)
+        described = without_events(trace)
+        timeline = build_timeline(trace)
+        one = partial(rank_reports, [described], [timeline], keep_intervals=[True])
+        many = partial(rank_reports, [described] * n, [timeline] * n, keep_intervals=[True] * n)
+        measures = per_rank(one, many, n, repeat)
+        print(f"| {name} | {model} | {measures} |")
+
+
+def per_rank(alone_fn: Callable[[], object], together_fn: Callable[[], object], n: int,
+             repeat: int) -> str:  # fmt: skip
+    """'alone | together | saved' cells: median CPU ms a rank, alone and n at once."""
+    alone_fn(), together_fn()  # warm
+    alone: list[float] = []
+    together: list[float] = []
+    for _ in range(repeat):
+        alone.append(cpu_once(alone_fn))
+        together.append(cpu_once(together_fn) / n)
+    a, t = statistics.median(alone), statistics.median(together)
+    return f"{a * 1000:.1f} | {t * 1000:.1f} | {(a - t) * 1000:.1f} ({1 - t / a:.0%})"
 
 
 def main() -> None:

@@ -76,25 +76,68 @@ def breakdown(
 
 
 def breakdowns(
-    compute: IntervalSet, comm: IntervalSet | None, starts: Ints, ends: Ints
+    compute: IntervalSet,
+    comm: IntervalSet | None,
+    starts: Ints,
+    ends: Ints,
+    moved_by: Ints | None = None,
 ) -> list[Breakdown]:
     """`breakdown` of many windows at once, the same figures: |C ∩ W|, |M ∩ W| and
     |(C ∩ M) ∩ W| from prefix sums over each set (a trace of thousands of steps costs a few
-    array passes, not a pass per step)."""
+    array passes, not a pass per step). `moved_by`: how far each window and the sets were moved
+    in time (analysis/stack.py); each breakdown says where its window was before."""
     ends = np.maximum(ends, starts)
-    c = covered_length(compute, starts, ends).tolist()
-    windows = zip(starts.tolist(), ends.tolist(), strict=True)
+    c = covered_length(compute, starts, ends)
     if comm is None:
+        return _made(starts, ends, c, None, None, moved_by)
+    m = covered_length(comm, starts, ends)
+    o = covered_length(intersect(compute, comm), starts, ends)
+    return _made(starts, ends, c, m, o, moved_by)
+
+
+def spanning_breakdowns(
+    compute: IntervalSet, comm: IntervalSet | None, starts: Ints, ends: Ints, moved_by: Ints
+) -> list[Breakdown]:
+    """`breakdowns` of windows that each hold their intervals whole and none of another's (a
+    rank's whole trace, each moved into a stretch of its own): C ∩ M is then not built, its
+    length in each window is that of its comm intervals' cover by C."""
+    c = covered_length(compute, starts, ends)
+    if comm is None:
+        return _made(starts, ends, c, None, None, moved_by)
+    m = covered_length(comm, starts, ends)
+    hidden = np.concatenate(([0], np.cumsum(covered_length(compute, comm.starts, comm.ends))))
+    first = np.searchsorted(comm.starts, starts, side="left")
+    past = np.searchsorted(comm.starts, ends, side="left")
+    return _made(starts, ends, c, m, hidden[past] - hidden[first], moved_by)
+
+
+def _made(
+    starts: Ints,
+    ends: Ints,
+    c: Ints,
+    m: Ints | None,
+    o: Ints | None,
+    moved_by: Ints | None,
+) -> list[Breakdown]:
+    if moved_by is not None:
+        starts, ends = starts - moved_by, ends - moved_by
+    windows = zip(starts.tolist(), ends.tolist(), strict=True)
+    if m is None or o is None:
         return [
             Breakdown(start_ns=s, end_ns=e, compute_ns=ci, comm_ns=None, overlap_ns=None,
                       exposed_comm_ns=None, compute_only_ns=None, idle_ns=None)
-            for (s, e), ci in zip(windows, c, strict=True)
+            for (s, e), ci in zip(windows, c.tolist(), strict=True)
         ]  # fmt: skip
-    m = covered_length(comm, starts, ends).tolist()
-    o = covered_length(intersect(compute, comm), starts, ends).tolist()
     return [
         Breakdown(start_ns=s, end_ns=e, compute_ns=ci, comm_ns=mi, overlap_ns=oi,
                   exposed_comm_ns=mi - oi, compute_only_ns=ci - oi,
                   idle_ns=(e - s) - (ci + mi - oi))
-        for (s, e), ci, mi, oi in zip(windows, c, m, o, strict=True)
+        for (s, e), ci, mi, oi in zip(windows, c.tolist(), m.tolist(), o.tolist(), strict=True)
     ]  # fmt: skip
+
+
+def comm_unknown(b: Breakdown) -> Breakdown:
+    """The breakdown of a trace that cannot show communication: its compute alone."""
+    return msgspec.structs.replace(
+        b, comm_ns=None, overlap_ns=None, exposed_comm_ns=None, compute_only_ns=None, idle_ns=None
+    )

@@ -6,7 +6,8 @@ from __future__ import annotations
 import msgspec
 import polars as pl
 
-from traceview.model import Timeline
+from traceview.analysis.stack import Stack
+from traceview.model.batch import keyed
 from traceview.parse.run_record import Bucket
 from traceview.queries import collected
 
@@ -73,19 +74,30 @@ class BackwardTail(msgspec.Struct, frozen=True, kw_only=True):
         return max(0, self.last_gradient_comm_end_ns - self.backward_end_ns)
 
 
-def backward_tails(timeline: Timeline, calls: pl.DataFrame) -> list[BackwardTail]:
+def backward_tails(stack: Stack, calls: pl.DataFrame) -> list[list[BackwardTail]]:
+    """Each part's steps with both backward compute and gradient collectives (`calls`: the
+    stack's, analysis/calls.py)."""
+    iv = stack.intervals
     compute = (
-        timeline.intervals.lazy()
+        iv.lazy()
         .filter(pl.col("step").is_not_null() & (pl.col("kind") == "compute") & pl.col("backward"))
-        .group_by("step")
+        .group_by(keyed(iv, "step"))
         .agg(backward_end_ns=pl.col("end_ns").max())
     )
     grads = (
         calls.lazy()
         .filter(pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES))
-        .group_by("step")
+        .group_by(keyed(calls, "step"))
         .agg(last_gradient_comm_end_ns=pl.col("end_ns").max())
     )
     # One query (a small rank's seven had cost more than their rows).
-    both = collected(compute.join(grads, on="step").sort("step"), timeline.intervals.height)
-    return [BackwardTail(**row) for row in both.iter_rows(named=True)]
+    keys = keyed(iv, "step")
+    both = collected(compute.join(grads, on=keys).sort(keys), iv.height)
+    part = stack.part_of(both)
+    tails = [
+        BackwardTail(step=step, backward_end_ns=end, last_gradient_comm_end_ns=last)
+        for step, end, last in both.select(
+            "step", "backward_end_ns", "last_gradient_comm_end_ns"
+        ).iter_rows()
+    ]
+    return stack.split(part, tails)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from traceview.analysis.spans import exposed_part, kind_set
-from traceview.model import Timeline
+from traceview.analysis.spans import exposed_part
+from traceview.analysis.stack import Stack
+from traceview.model.batch import keyed, with_part_type, within_part
 from traceview.model.distinct import per_distinct
 from traceview.tables import CALLS_SCHEMA
 
@@ -50,20 +51,21 @@ def traffic_factor(collective: str | None, n: int | None) -> float | None:
     return bus_factor(collective, n)
 
 
-def collective_calls(timeline: Timeline) -> pl.DataFrame:
-    """Every communication interval of the rank, in start order, with its bandwidths: busbw
-    only where the size of the group the call ran on is known (never the world by default)."""
-    iv = timeline.intervals
-    comm = iv.filter(pl.col("kind") == "comm").sort("ts_ns")
+def collective_calls(stack: Stack) -> pl.DataFrame:
+    """Every communication interval of each rank, in start order, with its bandwidths: busbw
+    only where the size of the group the call ran on is known (never the world by default).
+    One table for the stack (with `part` where it has several)."""
+    iv = stack.intervals
+    comm = iv.filter(pl.col("kind") == "comm").sort(keyed(iv, "ts_ns"), maintain_order=True)
     if comm.height == 0:
-        return pl.DataFrame(schema=CALLS_SCHEMA)
-    compute = kind_set(iv, "compute")
-    starts, ends = comm["ts_ns"].to_numpy(), comm["end_ns"].to_numpy()
-    exposed = exposed_part(compute, starts, ends)
+        return pl.DataFrame(schema=with_part_type(CALLS_SCHEMA, iv))
+    # In moved time (analysis/stack.py): no part's calls reach another's.
+    starts, ends = stack.moved(comm, "ts_ns"), stack.moved(comm, "end_ns")
+    exposed = exposed_part(stack.compute, starts, ends)
     # Calls in start order: the earlier ones cover [start, their furthest end) of this one.
     reach = np.maximum.accumulate(ends)
     fresh = np.maximum(starts, np.concatenate(([starts[0]], reach[:-1])))
-    share = exposed_part(compute, np.minimum(fresh, ends), ends)
+    share = exposed_part(stack.compute, np.minimum(fresh, ends), ends)
     dur = pl.col("end_ns") - pl.col("ts_ns")
     algbw = pl.when(dur > 0).then(pl.col("bytes") / dur)  # bytes per ns = GB/s
     return (
@@ -73,9 +75,10 @@ def collective_calls(timeline: Timeline) -> pl.DataFrame:
             exposed_share_ns=pl.Series(share, dtype=pl.Int64),
         )
         .select(
+            *keyed(comm),
             "rank",
             "step",
-            index=pl.int_range(pl.len(), dtype=pl.Int64),
+            index=within_part(pl.int_range(pl.len(), dtype=pl.Int64), comm),
             collective="collective",
             pg="pg",
             seq="seq",

@@ -10,7 +10,8 @@ import numpy as np
 import polars as pl
 
 from traceview.algebra import EMPTY, clip, difference, union
-from traceview.model import Timeline
+from traceview.analysis.stack import Stack
+from traceview.model.batch import keyed
 from traceview.queries import collected
 
 
@@ -25,37 +26,55 @@ class IdleWhere(msgspec.Struct, frozen=True, kw_only=True):
     among_kernels_ns: int  # every other gap inside the window
 
 
-def idle_where(timeline: Timeline) -> list[IdleWhere]:
-    """Per step of a GPU trace with communication measured; none for CPU-only traces. Sorted
-    once by step and cut with numpy: a frame per step would cost more than the measuring."""
-    if timeline.mode != "gpu" or not timeline.comm_measured or timeline.step_spans.height == 0:
-        return []
+def idle_where(stack: Stack) -> list[list[IdleWhere]]:
+    """Per part, per step of a GPU trace with communication measured; none for CPU-only
+    traces. Sorted once by part and step and cut with numpy: a frame per step would cost more
+    than the measuring."""
+    out: list[list[IdleWhere]] = [[] for _ in range(stack.parts)]
+    if stack.mode != "gpu" or stack.step_spans.height == 0:
+        return out
+    iv = stack.intervals
     rows = collected(
-        timeline.intervals.lazy()
+        iv.lazy()
         .filter(pl.col("step").is_not_null() & pl.col("kind").is_in(["compute", "comm"]))
-        .select("step", "ts_ns", "end_ns", comm=pl.col("kind") == "comm", backward="backward")
-        .sort("step", "ts_ns"),
-        timeline.intervals.height,
+        .select(*keyed(iv, "step", "ts_ns", "end_ns"), "backward", comm=pl.col("kind") == "comm")
+        .sort(keyed(iv, "step", "ts_ns")),
+        iv.height,
     )
-    if rows.height == 0:
-        return []
+    part = stack.part_of(rows)
     step, ts, end = (rows[c].to_numpy() for c in ("step", "ts_ns", "end_ns"))
     comm, backward = rows["comm"].to_numpy(), rows["backward"].fill_null(False).to_numpy()
-    starts = dict(timeline.step_spans.select("step", "span_start_ns").iter_rows())
-    edges = np.concatenate(([0], np.flatnonzero(step[1:] != step[:-1]) + 1, [step.size]))
-    out, previous_end = [], None
+    spans = stack.step_spans
+    starts = dict(
+        zip(
+            zip(stack.part_of(spans).tolist(), spans["step"].to_list(), strict=True),
+            spans["span_start_ns"].to_list(),
+            strict=True,
+        )
+    )
+    measured = stack.comm_measured & (np.bincount(stack.part_of(spans), minlength=stack.parts) > 0)
+    cut = (step[1:] != step[:-1]) | (part[1:] != part[:-1])
+    edges = np.concatenate(([0], np.flatnonzero(cut) + 1, [step.size]))
+    previous_end, previous_part = None, -1
     for a, b in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True):
+        if a == b:
+            continue  # no rows at all
+        p = int(part[a])
+        if not measured[p]:  # no communication seen, or no steps
+            continue
+        if p != previous_part:
+            previous_end, previous_part = None, p
         s, e, c, bw = ts[a:b], end[a:b], comm[a:b], backward[a:b]
         first, last = int(s.min()), int(e.max())
         # The GPU waits from the step's start on the host, or from the end of the previous
         # step's work if that ran on past it.
-        waited = [t for t in (starts.get(int(step[a])), previous_end) if t is not None]
+        waited = [t for t in (starts.get((p, int(step[a]))), previous_end) if t is not None]
         gaps = difference(union([first], [last]), union(s, e))
         between = _between_passes(s, e, ~c & bw, ~c & ~bw)
         between_gaps = clip(gaps, *between) if between else EMPTY
         after_start = int(e[c].max()) if c.any() else last
         after_gaps = difference(clip(gaps, after_start, last), between_gaps)
-        out.append(
+        out[p].append(
             IdleWhere(
                 step=int(step[a]),
                 before_first_kernel_ns=max(0, first - max(waited)) if waited else 0,

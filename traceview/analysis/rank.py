@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -9,20 +10,22 @@ import polars as pl
 
 from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.buckets import BackwardTail, backward_tails
-from traceview.analysis.call_totals import CollectiveSummary, collective_summaries
+from traceview.analysis.call_totals import CollectiveSummary, summaries_by_part
 from traceview.analysis.calls import collective_calls
 from traceview.analysis.idle import IdleWhere, idle_where
+from traceview.analysis.stack import Stack
 from traceview.analysis.truncation import partial_steps
 from traceview.analysis.windows import (
     BeforeFirstStep,
     StepBreakdown,
-    before_first_step,
-    step_breakdowns,
-    total_breakdown,
+    before_first_steps,
+    step_breakdowns_of,
+    total_breakdowns,
 )
 from traceview.analysis.work import work_by_name
 from traceview.errors import Note
 from traceview.model import Timeline
+from traceview.model.batch import parts_of
 from traceview.parse import Trace
 from traceview.parse.run_record import TraceRun
 
@@ -78,13 +81,62 @@ def keeps(keep_intervals: bool | int, rank: int | None) -> bool:
 def rank_report(trace: Trace, timeline: Timeline, *, keep_intervals: bool = False) -> RankReport:
     """Everything one rank's trace tells, measured on its timeline. `trace` need not hold its
     events any more: only its description is read."""
+    return rank_reports([trace], [timeline], keep_intervals=[keep_intervals])[0]
+
+
+def rank_reports(
+    traces: Sequence[Trace], timelines: Sequence[Timeline], *, keep_intervals: Sequence[bool]
+) -> list[RankReport]:
+    """Each rank's report; the timelines of each mode measured together (analysis/stack.py),
+    each exactly as it would be alone."""
+    modes: dict[str, list[int]] = {}
+    for i, timeline in enumerate(timelines):
+        modes.setdefault(timeline.mode, []).append(i)
+    out: dict[int, RankReport] = {}
+    for members in modes.values():
+        stack = Stack([timelines[i] for i in members])
+        measured = _measured(stack)
+        for p, i in enumerate(members):
+            out[i] = _report(traces[i], timelines[i], keep_intervals[i], measured, p)
+    return [out[i] for i in range(len(timelines))]
+
+
+class _Measured(msgspec.Struct, frozen=True, kw_only=True):
+    """A stack's measures, one entry a part."""
+
+    totals: list[Breakdown | None]
+    steps: list[list[StepBreakdown]]
+    before: list[BeforeFirstStep | None]
+    calls: list[pl.DataFrame]
+    collectives: list[list[CollectiveSummary]]
+    work: list[pl.DataFrame]
+    tails: list[list[BackwardTail]]
+    idle: list[list[IdleWhere]]
+
+
+def _measured(stack: Stack) -> _Measured:
+    calls = collective_calls(stack)
+    return _Measured(
+        totals=total_breakdowns(stack),
+        steps=step_breakdowns_of(stack),
+        before=before_first_steps(stack),
+        calls=parts_of(calls, stack.parts),
+        collectives=summaries_by_part(calls, stack.parts),
+        work=work_by_name(stack),
+        tails=backward_tails(stack, calls),
+        idle=idle_where(stack),
+    )
+
+
+def _report(
+    trace: Trace, timeline: Timeline, keep_intervals: bool, measured: _Measured, p: int
+) -> RankReport:
     meta = trace.meta
-    total = total_breakdown(timeline)
-    calls = collective_calls(timeline)
+    total = measured.totals[p]
     notes = [*trace.notes, *timeline.notes]
     if total is None:
         notes.append(Note(message="no compute or communication work in the trace"))
-    steps = step_breakdowns(timeline)
+    steps = measured.steps[p]
     if trace.truncated:
         partial, caveat = partial_steps(timeline, steps)
         steps = [msgspec.structs.replace(s, partial=s.step in partial) for s in steps]
@@ -102,15 +154,15 @@ def rank_report(trace: Trace, timeline: Timeline, *, keep_intervals: bool = Fals
         notes=tuple(notes),
         total=total,
         steps=tuple(steps),
-        before_first_step=before_first_step(timeline),
-        collectives=tuple(collective_summaries(calls)),
+        before_first_step=measured.before[p],
+        collectives=tuple(measured.collectives[p]),
         epoch_span_ns=_epoch_span(total, meta.base_time_ns),
-        calls=calls,
-        work=work_by_name(timeline),
-        backward_tails=tuple(backward_tails(timeline, calls)),
+        calls=measured.calls[p],
+        work=measured.work[p],
+        backward_tails=tuple(measured.tails[p]),
         intervals=timeline.intervals if keep_intervals else None,
         wrappers=timeline.wrappers,
-        idle_where=tuple(idle_where(timeline)),
+        idle_where=tuple(measured.idle[p]),
         devices=meta.devices,
     )
 

@@ -6,20 +6,29 @@ from __future__ import annotations
 
 import polars as pl
 
-from traceview.model import Timeline
+from traceview.analysis.stack import Stack
+from traceview.model.batch import keyed, parts_of, per_part
 from traceview.queries import collected
 from traceview.tables import WORK_SCHEMA
 
 
-def work_by_name(timeline: Timeline) -> pl.DataFrame:
-    """Per step and name: the summed durations of the step's intervals of that name (work
-    outside every step is in no row)."""
-    return collected(
-        timeline.intervals.lazy()
+def work_by_name(stack: Stack) -> list[pl.DataFrame]:
+    """Each part's rows: per step and name, the summed durations of the step's intervals of
+    that name (work outside every step is in no row)."""
+    iv = stack.intervals
+    found = collected(
+        iv.lazy()
         .filter(pl.col("step").is_not_null())
-        .group_by("step", pl.col("name").cast(pl.String))
+        .group_by(*keyed(iv, "step"), pl.col("name").cast(pl.String))
         .agg(ns=(pl.col("end_ns") - pl.col("ts_ns")).sum())
-        .select(rank=pl.lit(timeline.rank, pl.Int32), step="step", name="name", ns="ns")
-        .sort("step", "name"),
-        timeline.intervals.height,
+        .select(
+            *keyed(iv),
+            rank=per_part([t.rank for t in stack.timelines], pl.Int32()),
+            step="step",
+            name="name",
+            ns="ns",
+        )
+        .sort(keyed(iv, "step", "name")),
+        iv.height,
     ).cast(WORK_SCHEMA)  # type: ignore[arg-type]
+    return parts_of(found, stack.parts)

@@ -64,8 +64,8 @@ def ingest_traces(
     max_event_bytes: int,
     max_memory_bytes: int | None = None,
 ) -> list[IngestOutcome]:
-    """(In a worker.) Parse these traces, their models built together (loader/parallel.py),
-    and write each one's partition into its folder."""
+    """(In a worker.) Parse these traces, modelled and measured together
+    (loader/parallel.py), and write each one's partition into its folder."""
     # Each source is described before its trace is read: a trace that changes while it is
     # read is then found changed by the next ingest, never taken as stored.
     sources = [guarded(p, partial(source_of, p)) for p in paths]

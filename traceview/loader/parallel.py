@@ -1,6 +1,7 @@
 """Analyse many traces, one process per core, and gather what each produced or why it failed.
-Small traces go to a worker several at a time and their models are built together
-(model/batch.py): a small rank's model is mostly the fixed cost of its queries."""
+Small traces go to a worker several at a time, modelled (model/batch.py) and measured
+(analysis/stack.py) together: a small rank's model and measures are mostly the fixed cost of
+their queries."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from traceview.errors import A_BUG, CannotWrite, NotATraceError, TraceviewError
 from traceview.inputs import ProgressFn, is_stream
 from traceview.loader.rank import measured, read_for_model, without_events
 from traceview.loader.workers import map_in_processes
-from traceview.model import Timeline, build_timeline, build_timelines
+from traceview.model import Timeline, build_timelines
 from traceview.parse import Trace
 from traceview.parse.stream import MAX_EVENT_BYTES
 
@@ -50,6 +51,7 @@ def crashed(task: tuple[object, ...], why: str) -> Sequence[Failure]:
 
 Outcome = RankReport | Failure
 T = TypeVar("T")
+R = TypeVar("R")
 DoneFn = Callable[[int, int, Outcome], None]  # (finished so far, total, what finished)
 
 
@@ -69,37 +71,58 @@ _DEFAULT_OPTIONS = Options()  # frozen: one for every call that gives none
 def reports_together(
     paths: Sequence[Path], options: Options, progress: ProgressFn | None = None
 ) -> Iterator[Outcome]:
-    """Each trace's report, or why it failed, in order: each read and measured on its own, their
-    models built together, each exactly as alone (a batch whose models fail together is built
-    again one trace at a time: one trace's fault costs no other its report). `progress`: of
-    each trace's reading."""
-    read: list[Trace | Failure | None] = [
+    """Each trace's report, or why it failed, in order: each read on its own, their models
+    built and measured together, each exactly as alone (a batch whose models or measures fail
+    together is done again one trace at a time: one trace's fault costs no other its report).
+    `progress`: of each trace's reading."""
+    read: list[Trace | Failure] = [
         guarded(p, partial(read_for_model, p, progress,
                            options.max_event_bytes, options.max_memory_bytes))
         for p in paths
     ]  # fmt: skip
     timelines = iter(_timelines([t for t in read if isinstance(t, Trace)], options.comm_pattern))
-    for i, path in enumerate(paths):
-        trace, read[i] = read[i], None  # its events let go once measured
-        if not isinstance(trace, Trace):
-            assert trace is not None
-            yield trace
-            continue
-        timeline = next(timelines)
+    modelled: list[tuple[Trace, Timeline] | Failure] = []
+    for found in read:
+        timeline = next(timelines) if isinstance(found, Trace) else found
         if isinstance(timeline, Failure):
-            yield timeline
-            continue
-        trace = without_events(trace)
-        yield guarded(path, partial(measured, trace, timeline, options.keep_intervals))
+            modelled.append(timeline)
+        else:
+            assert isinstance(found, Trace)
+            modelled.append((without_events(found), timeline))  # the events let go
+    del read
+    reports = iter(_reports([m for m in modelled if isinstance(m, tuple)], options.keep_intervals))
+    for outcome in modelled:
+        yield next(reports) if isinstance(outcome, tuple) else outcome
 
 
 def _timelines(traces: list[Trace], comm_pattern: str | None) -> list[Timeline | Failure]:
-    if not traces:
+    return together_else_alone(
+        traces, lambda t: t.path, partial(build_timelines, comm_pattern=comm_pattern)
+    )
+
+
+def _reports(
+    modelled: list[tuple[Trace, Timeline]], keep_intervals: bool | int
+) -> list[RankReport | Failure]:
+    return together_else_alone(
+        modelled, lambda m: m[0].path, partial(measured, keep_intervals=keep_intervals)
+    )
+
+
+def together_else_alone(
+    items: list[T], path: Callable[[T], Path], work: Callable[[list[T]], Sequence[R]]
+) -> list[R | Failure]:
+    """`work` over every item at once; where that fails, over each item alone, so that one
+    item's fault costs no other its result (`path`: the trace a failure is said of)."""
+    if not items:
         return []
-    together = guarded(traces[0].path, partial(build_timelines, traces, comm_pattern))
-    if isinstance(together, Failure) and len(traces) > 1:
-        return [guarded(t.path, partial(build_timeline, t, comm_pattern)) for t in traces]
-    return [together] if isinstance(together, Failure) else list(together)
+    together = guarded(path(items[0]), partial(work, items))
+    if not isinstance(together, Failure):
+        return list(together)
+    if len(items) == 1:
+        return [together]
+    alone = (guarded(path(item), partial(work, [item])) for item in items)
+    return [one if isinstance(one, Failure) else one[0] for one in alone]
 
 
 def _analyze_together(paths: list[Path], options: Options) -> list[Outcome]:

@@ -1,13 +1,14 @@
 """analyze_trace(path) -> RankReport: read one rank's trace, build its model, measure it; and
-the same three steps for traces whose models are built together (loader/parallel.py)."""
+the same three steps for traces modelled and measured together (loader/parallel.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
-from traceview.analysis.rank import RankReport, keeps, rank_report
+from traceview.analysis.rank import RankReport, keeps, rank_reports
 from traceview.inputs import ProgressFn
 from traceview.model import Timeline, build_timeline, model_rows
 from traceview.parse import Trace, read_trace
@@ -30,7 +31,7 @@ def analyze_trace(
     trace = read_for_model(path, progress, max_event_bytes, max_memory_bytes)
     timeline = build_timeline(trace, comm_pattern)
     trace = without_events(trace)
-    return measured(trace, timeline, keep_intervals)
+    return measured([(trace, timeline)], keep_intervals)[0]
 
 
 def read_for_model(
@@ -52,6 +53,13 @@ def without_events(trace: Trace) -> Trace:
     )
 
 
-def measured(trace: Trace, timeline: Timeline, keep_intervals: bool | int) -> RankReport:
-    """The rank's report from its timeline (`trace`: its description, without_events)."""
-    return rank_report(trace, timeline, keep_intervals=keeps(keep_intervals, trace.meta.rank))
+def measured(
+    modelled: Sequence[tuple[Trace, Timeline]], keep_intervals: bool | int
+) -> list[RankReport]:
+    """Each rank's report from its timeline (its trace: its description, without_events),
+    the timelines measured together (analysis/stack.py), each exactly as alone."""
+    return rank_reports(
+        [trace for trace, _ in modelled],
+        [timeline for _, timeline in modelled],
+        keep_intervals=[keeps(keep_intervals, trace.meta.rank) for trace, _ in modelled],
+    )

@@ -8,6 +8,7 @@ do each thing: every key of a row's own trace is `keyed(frame, ...)`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import msgspec
 import numpy as np
@@ -34,12 +35,13 @@ def batch_of(traces: Sequence[Trace]) -> Batch:
         return Batch(traces=(trace,), events=trace.events, comm_args=trace.comm_args)
     return Batch(
         traces=tuple(traces),
-        events=_stacked([t.events for t in traces]),
-        comm_args=_stacked([t.comm_args for t in traces]),
+        events=stacked([t.events for t in traces]),
+        comm_args=stacked([t.comm_args for t in traces]),
     )
 
 
-def _stacked(frames: list[pl.DataFrame]) -> pl.DataFrame:
+def stacked(frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+    """The frames one under another, each row naming its frame by `part`."""
     parts = np.repeat(np.arange(len(frames), dtype=np.uint32), [f.height for f in frames])
     return pl.concat(frames).with_columns(pl.Series(PART, parts, PART_TYPE))
 
@@ -72,12 +74,12 @@ def per_part(values: Sequence[object], dtype: pl.DataType) -> pl.Expr:
 
 
 def parts_of(frame: pl.DataFrame, n: int) -> list[pl.DataFrame]:
-    """The frame's rows of each of n parts, in their order, without the `part` column."""
+    """The frame's rows of each of n parts, without the `part` column: a slice each, not a
+    copy, as the frame keeps each part's rows together and in part order."""
     if PART not in frame.columns:
         return [frame]
-    found = {
-        key[0]: rows.drop(PART)
-        for key, rows in frame.partition_by(PART, maintain_order=True, as_dict=True).items()
-    }
-    empty = frame.clear().drop(PART)
-    return [found.get(i, empty) for i in range(n)]
+    part = frame[PART].to_numpy()
+    assert (part[1:] >= part[:-1]).all(), "a batch's rows kept in part order"
+    edges = np.searchsorted(part, np.arange(n + 1), side="left").tolist()
+    rows = frame.drop(PART)
+    return [rows.slice(a, b - a) for a, b in pairwise(edges)]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from traceview.algebra import each_minus, union
+from traceview.algebra import apart, each_minus, union
 from traceview.model import messages
 from traceview.model.batch import Batch, keyed, part_numbers, with_part_type, within_part
 from traceview.model.calls import comm_call_ops, merge_nested
@@ -277,7 +277,7 @@ def _call_rows(ops: pl.DataFrame, batch: Batch) -> pl.DataFrame:
 def _top_level_minus(events: pl.DataFrame, ops: pl.Expr, cuts: pl.DataFrame) -> pl.DataFrame:
     """The top-level `ops` of each thread, with the time of any cut (a wait or collective call
     on the same thread) removed; a cut op is split. Every thread at once: each thread's times
-    are moved into a stretch of their own (`_apart`), so that one union of the cuts and one cut
+    are moved into a stretch of their own (`apart`), so that one union of the cuts and one cut
     of the ops give each thread what it alone would."""
     top = _top_level(events, ops)
     if cuts.height == 0 or top.height == 0:
@@ -288,7 +288,7 @@ def _top_level_minus(events: pl.DataFrame, ops: pl.Expr, cuts: pl.DataFrame) -> 
     top_n = _thread_numbers(top, numbered, threads)
     cut_n = _thread_numbers(cuts, numbered, threads)
     starts, ends = top["ts_ns"].to_numpy(), top["end_ns"].to_numpy()
-    shift = _apart(numbered.height + 1, (top_n, starts, ends), (cut_n, cuts["ts_ns"].to_numpy(),
+    shift = apart(numbered.height + 1, (top_n, starts, ends), (cut_n, cuts["ts_ns"].to_numpy(),
                                                             cuts["end_ns"].to_numpy()))  # fmt: skip
     order = np.argsort(top_n, kind="stable")  # threads without cuts first, as before them
     moved = shift[top_n[order]]
@@ -306,26 +306,11 @@ def _thread_numbers(rows: pl.DataFrame, numbered: pl.DataFrame, threads: list[st
     return found["_n"].fill_null(0).to_numpy().astype(np.int64)
 
 
-def _apart(n: int, *sets: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-    """What to add to the times of each of n threads ((thread, starts, ends) of each set of
-    intervals) so that each thread's fall in a stretch of their own, in thread order, a
-    nanosecond apart: no interval of one thread then meets another's."""
-    lo = np.full(n, np.iinfo(np.int64).max)
-    hi = np.full(n, np.iinfo(np.int64).min)
-    for thread, starts, ends in sets:
-        np.minimum.at(lo, thread, np.minimum(starts, ends))
-        np.maximum.at(hi, thread, np.maximum(starts, ends))
-    seen = lo <= hi
-    span = np.where(seen, hi - lo, 0)
-    base = np.concatenate(([0], np.cumsum(span + 1)[:-1]))
-    return np.where(seen, base - lo, 0)
-
-
 def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
     """The events chosen by `ops` that no earlier one on their thread reaches past (ops nested
     in another are covered by it), per thread in time order: (part,) pid, tid, name, ts_ns,
     end_ns. Found from index arrays, every thread at once (each thread's times moved into a
-    stretch of their own, `_apart`): the ops are millions of rows, and a table of them, sorted,
+    stretch of their own, `apart`): the ops are millions of rows, and a table of them, sorted,
     costs several times their size."""
     # A bit per event, made once (with_columns: a literal is one per event too).
     chosen = events.with_columns(_chosen=ops.fill_null(False))["_chosen"]
@@ -337,7 +322,7 @@ def _top_level(events: pl.DataFrame, ops: pl.Expr) -> pl.DataFrame:
     ends = events["end_ns"].gather(rows).to_numpy()
     thread = _threads_of(events, chosen)
     if thread is not None:
-        shift = _apart(int(thread.max()) + 1, (thread, starts, ends))[thread]
+        shift = apart(int(thread.max()) + 1, (thread, starts, ends))[thread]
         starts, ends = starts + shift, ends + shift
         del shift
     order = _by_start_longest_first(starts, ends)

@@ -112,7 +112,7 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
         .select(*keyed(built), *INTERVALS_SCHEMA)
         .cast(INTERVALS_SCHEMA, strict=False),  # type: ignore[arg-type]  # out of range: unknown
         built.height,
-    ).sort("ts_ns", maintain_order=True)  # ties in the order made: a batch's parts taken out
+    ).sort(keyed(built, "ts_ns"), maintain_order=True)  # ties in the order made
     out = []
     n = len(batch.traces)
     events, found = event_facts(batch.events, n), interval_facts(intervals, n)
