@@ -1,13 +1,16 @@
-"""The exported timeline on a hand-made trace: its added tracks and annotated calls, by hand."""
+"""The exported timeline: on a hand-made trace its added tracks and annotated calls, by hand; on
+a real one, the same file however many rows are written at a time."""
 
 from __future__ import annotations
 
 import gzip
 import io
 import json
+from pathlib import Path
 
 import traceview
 from tests import tracebuild as tb
+from traceview import perfetto
 from traceview.perfetto import event_chunks, write_annotated
 
 
@@ -52,3 +55,18 @@ def test_written_whole_and_compressed(tmp_path):
     doc = json.loads(plain.getvalue())
     assert len(doc["traceEvents"]) == count == len(list(annotated_events(job)))
     assert json.loads(gzip.decompress(packed.getvalue())) == doc
+
+
+def test_written_a_few_rows_at_a_time_is_the_same_file(tmp_path, monkeypatch):
+    # A real rank (hundreds of intervals and calls) written 7 rows at a time, as a GB trace's
+    # millions are written ROWS_AT_A_TIME at a time: the same bytes, the same count.
+    trace = Path(__file__).parent / "fixtures/traces/nccl_ddp_w2_rank0_step5.json.gz"
+    job = traceview.load(trace, keep_intervals=True)
+    whole = io.BytesIO()
+    count = write_annotated(job, whole, compress=False)
+    monkeypatch.setattr(perfetto, "ROWS_AT_A_TIME", 7)
+    spans = [n for n, text in event_chunks(job) if bytes(text[:9]) == b'{"ph":"X"']
+    assert max(spans) == 7 and sum(spans) > 100
+    sliced = io.BytesIO()
+    assert write_annotated(job, sliced, compress=False) == count > 7
+    assert sliced.getvalue() == whole.getvalue()

@@ -97,31 +97,35 @@ def _meta(pid: int, tid: int, name: str, key: str, value: object) -> dict[str, A
     return {"ph": "M", "name": name, "pid": pid, "tid": tid, "args": {key: value}}
 
 
+# Rows written at a time: a GB trace's millions of calls are written a few hundred MB of JSON
+# at a time, not all at once (each row's text is about 100-300 bytes).
+ROWS_AT_A_TIME = 1 << 18
+
+
 def _spans(
     frame: pl.DataFrame, pid: int, shift: int, args: pl.Expr | None
 ) -> Iterator[tuple[int, bytes | memoryview]]:
     """Complete events ("X") from a frame of ts_ns, end_ns, cat, name, tid (and the columns
-    `args` is made of), in µs from `shift`, written by polars."""
-    if frame.height == 0:
-        return
-    events = frame.select(
-        ph=pl.lit("X"),
-        cat="cat",
-        name="name",
-        pid=pl.lit(pid, pl.Int64),
-        tid="tid",
-        # µs to the ns: no binary noise such as 1522.8890000000001 in the file
-        ts=((pl.col("ts_ns") - shift) / 1000).round(3),
-        dur=((pl.col("end_ns") - pl.col("ts_ns")) / 1000).round(3),
-        **({} if args is None else {"args": args}),
-    )
-    # One event a line; no string holds a raw newline (JSON escapes it), so the lines' ends are
-    # where the separators go. Written as bytes and handed on as a view, the last separator
-    # left out: a GB trace's timeline is copied as few times as can be.
-    lines = io.BytesIO()
-    events.write_ndjson(lines)
-    text = lines.getvalue().replace(b"\n", b",\n")
-    yield events.height, memoryview(text)[:-2]
+    `args` is made of), in µs from `shift`, written by polars, ROWS_AT_A_TIME at a time."""
+    for rows in frame.iter_slices(ROWS_AT_A_TIME):
+        events = rows.select(
+            ph=pl.lit("X"),
+            cat="cat",
+            name="name",
+            pid=pl.lit(pid, pl.Int64),
+            tid="tid",
+            # µs to the ns: no binary noise such as 1522.8890000000001 in the file
+            ts=((pl.col("ts_ns") - shift) / 1000).round(3),
+            dur=((pl.col("end_ns") - pl.col("ts_ns")) / 1000).round(3),
+            **({} if args is None else {"args": args}),
+        )
+        # One event a line; no string holds a raw newline (JSON escapes it), so the lines'
+        # ends are where the separators go. Written as bytes and handed on as a view, the last
+        # separator left out: the text is copied as few times as can be.
+        lines = io.BytesIO()
+        events.write_ndjson(lines)
+        text = lines.getvalue().replace(b"\n", b",\n")
+        yield events.height, memoryview(text)[:-2]
 
 
 def _path_spans(job: Job) -> pl.DataFrame:
