@@ -80,7 +80,18 @@ def reports_together(
                            options.max_event_bytes, options.max_memory_bytes))
         for p in paths
     ]  # fmt: skip
-    timelines = iter(_timelines([t for t in read if isinstance(t, Trace)], options.comm_pattern))
+    modelled = _modelled(read, options.comm_pattern)
+    del read  # the events let go before the measuring starts
+    reports = iter(_reports([m for m in modelled if isinstance(m, tuple)], options.keep_intervals))
+    for outcome in modelled:
+        yield next(reports) if isinstance(outcome, tuple) else outcome
+
+
+def _modelled(
+    read: list[Trace | Failure], comm_pattern: str | None
+) -> list[tuple[Trace, Timeline] | Failure]:
+    """Each trace read, its description (without_events) beside its timeline, or why not."""
+    timelines = iter(_timelines([t for t in read if isinstance(t, Trace)], comm_pattern))
     modelled: list[tuple[Trace, Timeline] | Failure] = []
     for found in read:
         timeline = next(timelines) if isinstance(found, Trace) else found
@@ -88,11 +99,8 @@ def reports_together(
             modelled.append(timeline)
         else:
             assert isinstance(found, Trace)
-            modelled.append((without_events(found), timeline))  # the events let go
-    del read
-    reports = iter(_reports([m for m in modelled if isinstance(m, tuple)], options.keep_intervals))
-    for outcome in modelled:
-        yield next(reports) if isinstance(outcome, tuple) else outcome
+            modelled.append((without_events(found), timeline))
+    return modelled
 
 
 def _timelines(traces: list[Trace], comm_pattern: str | None) -> list[Timeline | Failure]:
