@@ -142,7 +142,9 @@ def each_minus(starts: Ints, ends: Ints, cut: IntervalSet) -> tuple[Ints, Ints, 
 def apart(n: int, *sets: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
     """What to add to the times of each of n groups ((group, starts, ends) of each set of
     intervals) so that each group's fall in a stretch of their own, in group order, a
-    nanosecond apart: no interval of one group then meets (or touches) another's."""
+    nanosecond apart: no interval of one group then meets (or touches) another's. A trace's
+    events lie within two days of each other (parse/trace.py drops the rest), so tens of
+    thousands of groups' stretches stay inside int64."""
     lo = np.full(n, np.iinfo(np.int64).max)
     hi = np.full(n, np.iinfo(np.int64).min)
     for group, starts, ends in sets:
