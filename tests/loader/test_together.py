@@ -4,6 +4,7 @@ fails among them fails alone, with the message it has alone."""
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import shutil
@@ -13,6 +14,7 @@ import msgspec
 import polars as pl
 
 from traceview.analysis.rank import RankReport
+from traceview.loader import parallel
 from traceview.loader.parallel import (
     GROUPS_PER_WORKER,
     TOGETHER_AT_MOST,
@@ -22,7 +24,8 @@ from traceview.loader.parallel import (
     reports_together,
     together,
 )
-from traceview.loader.rank import analyze_trace
+from traceview.loader.rank import analyze_trace, measured
+from traceview.parse import Trace
 
 ROOT = Path(__file__).parents[2]
 FIXTURES = ROOT / "tests/fixtures/traces"
@@ -138,3 +141,19 @@ def test_a_many_trace_load_in_workers_gives_each_trace_its_own_report(tmp_path):
     assert isinstance(found[5], Failure) and "bad.json" in found[5].message
     assert sum(isinstance(o, RankReport) for o in found) == len(paths) - 1
     assert msgspec.structs.asdict(found[0])["trace"] == paths[0]
+
+
+def test_no_trace_holds_its_events_while_the_group_is_measured(monkeypatch):
+    # The events are the largest thing a load holds: once the timelines are built, every trace
+    # of the group is kept as its description alone while the reports are measured.
+    held: list[int] = []
+
+    def measured_watched(modelled, keep_intervals):
+        gc.collect()
+        held.append(sum(isinstance(o, Trace) and o.events.height > 0 for o in gc.get_objects()))
+        return measured(modelled, keep_intervals)
+
+    monkeypatch.setattr(parallel, "measured", measured_watched)
+    made = list(reports_together(TRACES[:3], Options()))
+    assert all(isinstance(r, RankReport) for r in made)
+    assert held == [0]
