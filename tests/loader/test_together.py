@@ -150,7 +150,7 @@ def test_no_trace_holds_its_events_while_the_group_is_measured(monkeypatch):
 
     def measured_watched(modelled, keep_intervals):
         gc.collect()
-        held.append(sum(isinstance(o, Trace) and o.events.height > 0 for o in gc.get_objects()))
+        held.append(sum(type(o) is Trace and o.events.height > 0 for o in gc.get_objects()))
         return measured(modelled, keep_intervals)
 
     monkeypatch.setattr(parallel, "measured", measured_watched)
