@@ -12,6 +12,7 @@ import msgspec
 import polars as pl
 import pytest
 
+from tests.reports import same
 from traceview.analysis.rank import RankReport, rank_report, rank_reports
 from traceview.analysis.stack import Stack
 from traceview.analysis.windows import step_breakdowns_of, total_breakdowns
@@ -26,18 +27,6 @@ TRACES = [
     *sorted((FIXTURES / "gpu_sweep").rglob("*.pt.trace.json.gz")),
     *sorted((ROOT / "sample_traces/cpu_sweep").glob("*-dp4/rank*.pt.trace.json.gz")),
 ]
-
-
-def same(a: RankReport, b: RankReport) -> bool:
-    """Field by field, tables by their rows in order."""
-    for field in a.__struct_fields__:
-        x, y = getattr(a, field), getattr(b, field)
-        if isinstance(x, pl.DataFrame) or isinstance(y, pl.DataFrame):
-            if not (isinstance(x, pl.DataFrame) and isinstance(y, pl.DataFrame) and x.equals(y)):
-                return False
-        elif x != y:
-            return False
-    return True
 
 
 @pytest.fixture(scope="module")

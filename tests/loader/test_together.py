@@ -11,8 +11,8 @@ import shutil
 from pathlib import Path
 
 import msgspec
-import polars as pl
 
+from tests.reports import same
 from traceview.analysis.rank import RankReport
 from traceview.loader import parallel
 from traceview.loader.parallel import (
@@ -38,20 +38,6 @@ TRACES = [
     *sorted(SWEEP.glob("zero2-dp4/rank*.pt.trace.json.gz")),
     *sorted(SWEEP.glob("ddp-dp2/rank*.pt.trace.json.gz")),
 ]
-
-
-def same(a: RankReport | Failure, b: RankReport | Failure) -> bool:
-    """Field by field, tables by their rows in order."""
-    if isinstance(a, Failure) or isinstance(b, Failure):
-        return a == b
-    for field in a.__struct_fields__:
-        x, y = getattr(a, field), getattr(b, field)
-        if isinstance(x, pl.DataFrame) or isinstance(y, pl.DataFrame):
-            if not (isinstance(x, pl.DataFrame) and isinstance(y, pl.DataFrame) and x.equals(y)):
-                return False
-        elif x != y:
-            return False
-    return True
 
 
 def sized(tmp_path: Path, name: str, size: int) -> Path:

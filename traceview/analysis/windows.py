@@ -18,7 +18,7 @@ from traceview.analysis.breakdown import (
 from traceview.analysis.spans import kind_set
 from traceview.analysis.stack import Stack
 from traceview.model import Timeline
-from traceview.model.batch import PART, keyed
+from traceview.model.batch import PART, keyed, part_edges
 from traceview.model.gpu import device_counts
 from traceview.queries import collected
 
@@ -166,8 +166,3 @@ def before_first_steps(stack: Stack) -> list[BeforeFirstStep | None]:
             kernels, memcpy, memset = device_counts(mine)
             out[p] = BeforeFirstStep(kernels=kernels, memcpy=memcpy, memset=memset, breakdown=own)
     return out
-
-
-def part_edges(part: np.ndarray, parts: int) -> np.ndarray:
-    """Where each part's rows begin, and where the last ends, in rows kept in part order."""
-    return np.searchsorted(part, np.arange(parts + 1), side="left")

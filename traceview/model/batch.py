@@ -80,6 +80,11 @@ def parts_of(frame: pl.DataFrame, n: int) -> list[pl.DataFrame]:
         return [frame]
     part = frame[PART].to_numpy()
     assert (part[1:] >= part[:-1]).all(), "a batch's rows kept in part order"
-    edges = np.searchsorted(part, np.arange(n + 1), side="left").tolist()
+    edges = part_edges(part, n).tolist()
     rows = frame.drop(PART)
     return [rows.slice(a, b - a) for a, b in pairwise(edges)]
+
+
+def part_edges(part: np.ndarray, parts: int) -> np.ndarray:
+    """Where each part's rows begin, and where the last ends, in rows kept in part order."""
+    return np.searchsorted(part, np.arange(parts + 1), side="left")
