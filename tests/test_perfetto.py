@@ -8,6 +8,8 @@ import io
 import json
 from pathlib import Path
 
+import polars as pl
+
 import traceview
 from tests import tracebuild as tb
 from traceview import perfetto
@@ -70,3 +72,21 @@ def test_written_a_few_rows_at_a_time_is_the_same_file(tmp_path, monkeypatch):
     sliced = io.BytesIO()
     assert write_annotated(job, sliced, compress=False) == count > 7
     assert sliced.getvalue() == whole.getvalue()
+
+
+def test_calls_take_the_labels_of_their_own_track_and_start():
+    # Two tracks with a call each at 100 ns, a second call at 100 ns + 1 on track 2, a label of
+    # a lane the rank has no track for, two labels of one (lane, start), and a call no label
+    # names: each call takes only the first label of its own (lane, start), in the calls' order.
+    calls = pl.DataFrame({"ts_ns": [100, 100, 101, 5], "tid": [1, 2, 2, 1], "n": [0, 1, 2, 3]})
+    labels = pl.DataFrame(
+        {
+            "lane": ["b", "a", "b", "c", "a"],
+            "ts_ns": [101, 100, 100, 100, 100],
+            "label": ["b@101", "a@100", "b@100", "c@100", "a@100 again"],
+        }
+    )
+    out = perfetto._labelled(calls, labels, {"a": 1, "b": 2})
+    assert out.columns == ["ts_ns", "tid", "n", "label"]
+    assert out["n"].to_list() == [0, 1, 2, 3]
+    assert out["label"].to_list() == ["a@100", "b@100", "b@101", None]

@@ -13,6 +13,7 @@ from typing import Any, BinaryIO
 import msgspec
 import polars as pl
 
+from traceview.algebra import apart
 from traceview.analysis.spans import overlap_spans
 from traceview.compression import gzip_writer
 from traceview.loader import Job
@@ -80,14 +81,14 @@ def event_chunks(job: Job) -> Iterator[tuple[int, bytes | memoryview]]:
         )
         yield from _spans(spans, pid, shift, args=pl.struct("step"))
         calls = work.filter(comm).select(
-            "ts_ns", "end_ns", "lane", "step", "collective", "bytes", "module",
+            "ts_ns", "end_ns", "step", "collective", "bytes", "module",
             cat=pl.lit("comm"),
             name=pl.col("name").cast(pl.String).fill_null("None"),
             tid=pl.col("lane").replace_strict(lane_tid, return_dtype=pl.Int64),
-            rank=pl.lit(report.rank, pl.Int32),
         )  # fmt: skip
-        if calls.height and labels.height:
-            calls = calls.join(labels, on=["rank", "lane", "ts_ns"], how="left")
+        said = labels.get(report.rank) if report.rank is not None else None
+        if calls.height and said is not None:
+            calls = _labelled(calls, said, lane_tid)
         missing = [c for c in CALL_ARGS if c not in calls.columns]
         calls = calls.with_columns(pl.lit(None).alias(c) for c in missing)
         yield from _spans(calls, pid, shift, args=pl.struct(*CALL_ARGS))
@@ -97,9 +98,12 @@ def _meta(pid: int, tid: int, name: str, key: str, value: object) -> dict[str, A
     return {"ph": "M", "name": name, "pid": pid, "tid": tid, "args": {key: value}}
 
 
-# Rows written at a time: a GB trace's millions of calls are written a few hundred MB of JSON
-# at a time, not all at once (each row's text is about 100-300 bytes).
-ROWS_AT_A_TIME = 1 << 18
+# Rows written at a time: a GB trace's millions of calls are written a few MB of JSON at a time
+# (each row's text is about 100-300 bytes). A text that size is made where the last one was
+# freed; one of tens of MB is given fresh pages each time (the C allocator maps blocks over
+# 32 MB anew), whose faults cost a many-tiny-steps export a fifth of its CPU
+# (benchmarks/bench_outputs.py).
+ROWS_AT_A_TIME = 1 << 14
 
 
 def _spans(
@@ -162,13 +166,31 @@ def _path_spans(job: Job) -> pl.DataFrame:
     )  # fmt: skip
 
 
-def _call_labels(job: Job) -> pl.DataFrame:
-    """Per call (rank, lane, ts_ns: where it began): what `traceview collectives` says of it
+def _call_labels(job: Job) -> dict[int, pl.DataFrame]:
+    """By rank, per call (lane, ts_ns: where it began): what `traceview collectives` says of it
     that the timeline does not already hold."""
-    calls = job.calls
     wanted = [c for c in CALL_ARGS if c not in ("step", "collective", "bytes", "module")]
-    return calls.select("rank", "lane", *wanted, ts_ns="start_ns").unique(
-        ["rank", "lane", "ts_ns"], keep="first", maintain_order=True
+    labels = job.calls.select("rank", "lane", *wanted, ts_ns="start_ns")
+    by_rank = labels.partition_by("rank", as_dict=True, include_key=False)
+    return {rank: frame for (rank,), frame in by_rank.items() if rank is not None}  # type: ignore[misc]
+
+
+def _labelled(calls: pl.DataFrame, labels: pl.DataFrame, lane_tid: dict[str, int]) -> pl.DataFrame:
+    """One rank's `calls` (on their track, `tid`) with their `labels` (by lane and start; the
+    first where two share both), matched on track and start as one integer: each track's times
+    moved into a stretch of its own (algebra.apart). A join, or a unique, on one integer key
+    costs a tenth to a twentieth of one on a string and an integer."""
+    labels = labels.with_columns(
+        tid=pl.col("lane").replace_strict(lane_tid, default=None, return_dtype=pl.Int64)
+    ).drop_nulls(["tid", "ts_ns"])
+    tracks = [(f["tid"].to_numpy(), f["ts_ns"].to_numpy()) for f in (calls, labels)]
+    shift = apart(len(lane_tid) + 1, *((tid, ts, ts) for tid, ts in tracks))
+    keys = [pl.Series("key", ts + shift[tid]) for tid, ts in tracks]
+    said = labels.drop("lane", "tid", "ts_ns").with_columns(keys[1]).unique("key", keep="first")
+    return (
+        calls.with_columns(keys[0])
+        .join(said, on="key", how="left", maintain_order="left")
+        .drop("key")
     )
 
 
