@@ -52,7 +52,10 @@ def cpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -
     is_comm = gloo | custom
     columns = list(CPU_MODEL_COLUMNS)
     gloo_rows, custom_rows = _rows(events, gloo, columns), _rows(events, custom, columns)
-    training = cpu & ~_on_threads(_comm_threads(batch, gloo_rows))
+    # Made once, a bit per event: a batch's Gloo threads are tens, each a test of every event,
+    # and the training threads are chosen three times below.
+    on_comm_threads = events.select(_on_threads(_comm_threads(batch, gloo_rows))).to_series()
+    training = cpu & ~pl.lit(on_comm_threads)
     waiting = named(events, WAIT_OP) | named(events, COMM_CALL)
     compute = _top_level_minus(
         events,
