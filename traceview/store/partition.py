@@ -34,10 +34,6 @@ _OS_ERROR = re.compile(r"\(os error (\d+)\)")
 # nanoseconds tell a changed trace first; hashing more of each end would cost every trace of a
 # many-rank ingest ms more (2 MiB: 3 ms of BLAKE2b, more than scanning a 2 MB trace takes).
 _HEAD_TAIL = 256 << 10
-# The tables' zstd level. Level 1 makes a small rank's four files ~0.6 ms sooner than zstd's
-# default (3), most of it setting up the compressor for each file, in files 1 % larger
-# (benchmarks/bench_small.py).
-ZSTD_LEVEL = 1
 
 
 def _summary_type() -> type:
@@ -154,7 +150,7 @@ def write_partition(
     try:
         folder.mkdir(parents=True)
         for name, table in tables.items():
-            table.write_parquet(folder / f"{name}.parquet", compression_level=ZSTD_LEVEL)
+            table.write_parquet(folder / f"{name}.parquet")
         files = {name: _table_file(folder / f"{name}.parquet") for name in tables}
         stored = Stored(STORE_VERSION, __version__, source, comm_pattern, summary, files)
         (folder / SUMMARY).write_bytes(msgspec.json.encode(stored, enc_hook=_enc))
