@@ -148,13 +148,12 @@ def _path_spans(job: Job) -> pl.DataFrame:
         legs.group_by("leg", "category")
         .agg(ms=(pl.col("end_ns") - pl.col("start_ns")).sum() / 1e6)
         .sort("leg", "ms", descending=[False, True])
+        .with_columns(ms=pl.concat_str(pl.col("category"), pl.col("ms").round(3), separator=" "))
         .group_by("leg", maintain_order=True)
-        .agg(
-            top=pl.col("category").first(),
-            ms=pl.concat_str(pl.col("category"), pl.col("ms").round(3), separator=" ").str.join(
-                ", "
-            ),
-        )
+        .agg(top=pl.col("category").first(), ms="ms")
+        # Each leg's texts gathered, then joined: a string join inside the group costs ten times
+        # as much (206,000 legs: 0.2 s).
+        .with_columns(pl.col("ms").list.join(", "))
     )
     return (
         legs.group_by("leg", maintain_order=True)
