@@ -203,12 +203,11 @@ def _chase(
     lengths = np.zeros(at.size, dtype=np.int64)
     for steps, _ in rounds:
         lengths[steps] += 1
-    together = lengths.copy()
     rest: list[tuple[int, int, int]] = []  # (step, place in its chain, piece)
-    if live.size:
+    if live.size:  # each still on its way was in every round
         pred_of, end_of = pred.tolist(), end.tolist()
         for s in live.tolist():
-            i, b, k = int(at[s]), int(begin[s]), int(together[s])
+            i, b, k = int(at[s]), int(begin[s]), len(rounds)
             while i >= 0 and end_of[i] > b:
                 rest.append((s, k, i))
                 i, k = pred_of[i], k + 1
