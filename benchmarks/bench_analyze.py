@@ -92,6 +92,8 @@ def traceview_cmd(path: Path) -> list[str]:
 _FLOOR = """
 import sys, time
 from pathlib import Path
+from traceview import preload
+preload.for_the_program()  # as the program runs: numpy's BLAS threads, idle, would spin
 from traceview.parse.source import ByteSource
 from traceview.parse.stream import EventStream
 path, what = Path(sys.argv[1]), sys.argv[2]
