@@ -202,14 +202,14 @@ def epoch_built(base: Path, work: Path) -> tuple[Path, Path]:
     return work / f"{base.stem}.epoch_frac.json", work / f"{base.stem}.epoch_int.json"
 
 
-def measure_pair(a: list[str], b: list[str], repeat: int) -> tuple[Run, Run]:
-    """Two commands measured in turn (a, b, a, b, ...), each the median of `repeat`: the
-    machine's drift then falls on both alike."""
+def measure_pair(a: list[str], b: list[str], repeat: int, by: str = "cpu_s") -> tuple[Run, Run]:
+    """Two commands measured in turn (a, b, a, b, ...), each the median of `repeat` (by the
+    field `by`): the machine's drift then falls on both alike."""
     runs: tuple[list[Run], list[Run]] = ([], [])
     for _ in range(repeat):
         runs[0].append(measure_once(a))
         runs[1].append(measure_once(b))
-    first, second = (sorted(r, key=lambda r: r.cpu_s)[len(r) // 2] for r in runs)
+    first, second = (sorted(r, key=lambda r: getattr(r, by))[len(r) // 2] for r in runs)
     return first, second
 
 
@@ -253,10 +253,14 @@ def main() -> None:
     for mb in sizes:
         path = built(source, args.work / f"tiled_{mb}MB.json", mb * 10**6)
         size = path.stat().st_size
-        run = measure(traceview_cmd(path), args.repeat)
         theirs = None
         if hta and mb <= args.hta_max_mb:
-            theirs = measure(hta_cmd(hta, path, args.work), args.repeat)
+            # In turn: a change in the machine's speed falls on both (the lead: wall ÷ wall).
+            run, theirs = measure_pair(
+                traceview_cmd(path), hta_cmd(hta, path, args.work), args.repeat, by="wall_s"
+            )
+        else:
+            run = measure(traceview_cmd(path), args.repeat)
         print(row(f"**traceview analyze, {mb} MB**", size, run, theirs))
         if theirs:
             print(row(f"HTA load + overlap, {mb} MB", size, theirs))
