@@ -10,7 +10,8 @@ Each shape's runs alternate with the others' (a shared machine drifts), each its
 the medians are reported with the CPU ratio to the NCCL trace. With --peers, Holistic Trace
 Analysis (its load and communication/computation overlap, from the virtual environment
 bench_analyze.py makes) runs on each plain-JSON shape too, and TraceLens where --tracelens-python
-names a Python that has it (it is not on PyPI: install it from its repository); a peer that
+names a Python that has it (it is not on PyPI: install it from its repository), each run after
+one of traceview's on the same trace, whose wall time its lead is read against; a peer that
 fails on a shape is said, not timed. Run from the repository root:
 
     .venv/bin/python benchmarks/bench_shapes.py                 # 200 MB each, 3 runs
@@ -88,15 +89,22 @@ def tracelens_cmd(python: Path, path: Path) -> list[str]:
 PEER_TIMEOUT_S = 300  # a peer still reading a trace after this is stopped, and said to be
 
 
-def peer_runs(cmd: list[str], repeat: int) -> list[Run] | str:
-    """`repeat` runs of a peer's command, or why it failed on this trace (one line)."""
+def peer_runs(cmd: list[str], ours: list[str], repeat: int) -> tuple[list[Run], list[Run]] | str:
+    """`repeat` runs of a peer's command, each after one of traceview's on the same trace (a
+    shared machine drifts: in turn, the drift falls on both), or why the peer failed on this
+    trace (one line)."""
+    theirs: list[Run] = []
+    mine: list[Run] = []
     try:
-        return [measure_once(cmd, timeout_s=PEER_TIMEOUT_S) for _ in range(repeat)]
+        for _ in range(repeat):
+            mine.append(measure_once(ours))
+            theirs.append(measure_once(cmd, timeout_s=PEER_TIMEOUT_S))
     except SystemExit as e:
         lines = [line for line in str(e).splitlines() if line.strip()]
         if lines and lines[0].startswith("stopped after"):
             return lines[0]
         return f"failed: {lines[-1][:160] if lines else 'no message'}"
+    return theirs, mine
 
 
 def main() -> None:
@@ -139,31 +147,34 @@ def main() -> None:
             f"{wall / base_wall:.2f}× |"
         )
     if args.peers:
-        peers(traces, runs, args)
+        peers(traces, args)
 
 
-def peers(traces: dict[str, Path], ours: dict[str, list[Run]], args: argparse.Namespace) -> None:
-    """Each peer on each plain-JSON shape: its median wall time and traceview's lead."""
+def peers(traces: dict[str, Path], args: argparse.Namespace) -> None:
+    """Each peer on each plain-JSON shape, in turn with traceview: medians, and traceview's
+    lead (the peer's median wall time over traceview's in the same runs)."""
     tools = {f"HTA {HTA_VERSION}": lambda p: hta_cmd(hta_python(args.hta_venv), p, args.work)}
     if args.tracelens_python:
         tools["TraceLens"] = lambda p: tracelens_cmd(args.tracelens_python, p)
-    print(f"\npeers, {args.repeat} runs each (medians; traceview's wall time from the table)")
-    print("| shape | tool | wall s | CPU s | peak RSS MB | traceview faster by (wall) |")
-    print("|---|---|---|---|---|---|")
+    print(f"\npeers, {args.repeat} runs each, in turn with traceview's (medians)")
+    print("| shape | tool | wall s | CPU s | peak RSS MB | traceview wall s | traceview faster by "
+          "(wall) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     for shape, path in traces.items():
         if shape == GZIPPED:
             continue
-        mine = statistics.median(r.wall_s for r in ours[shape])
         for tool, cmd in tools.items():
-            theirs = peer_runs(cmd(path), args.repeat)
-            if isinstance(theirs, str):
-                print(f"| {shape} | {tool} | {theirs} | – | – | – |")
+            found = peer_runs(cmd(path), traceview_cmd(path), args.repeat)
+            if isinstance(found, str):
+                print(f"| {shape} | {tool} | {found} | – | – | – | – |")
                 continue
+            theirs, mine = found
             wall = statistics.median(r.wall_s for r in theirs)
             cpu = statistics.median(r.cpu_s for r in theirs)
             rss = statistics.median(r.peak_rss_mb for r in theirs)
-            print(f"| {shape} | {tool} | {wall:.2f} | {cpu:.2f} | {rss:,.0f} | "
-                  f"{wall / mine:.1f}× |")  # fmt: skip
+            ours = statistics.median(r.wall_s for r in mine)
+            print(f"| {shape} | {tool} | {wall:.2f} | {cpu:.2f} | {rss:,.0f} | {ours:.2f} | "
+                  f"{wall / ours:.1f}× |")  # fmt: skip
     if not args.tracelens_python:
         print("\nTraceLens: not run (it is not on PyPI; install it from its repository into a "
               "virtual environment and pass --tracelens-python).")  # fmt: skip
