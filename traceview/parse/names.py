@@ -152,23 +152,35 @@ def _category_match(dtype: pl.Categorical, pattern: str, column: str) -> pl.Expr
         return found[2]
     if len(_HITS) > 256:  # patterns made from a trace's own op names: no longer asked for
         _HITS.clear()
-    names, start = _categories_from(dtype, 0 if found is None else found[0], known)
-    new = _matching(names, pattern)
+    names, text, start = _categories_from(dtype, 0 if found is None else found[0], known)
+    new = names.filter(text.str.contains(pattern))
     hits = new if found is None or start == 0 else pl.concat([found[1], new])
     match = _is_in(column, hits)
     _HITS[key] = (known, hits, match)
     return match
 
 
-def _categories_from(dtype: pl.Categorical, start: int, known: int) -> tuple[pl.Series, int]:
+# The categories made last (their name, namespace and the ids asked for) -> them, their text and
+# the id they start at: the dozen patterns a model asks of one trace match the same categories,
+# made and read as text once, and each pattern then costs one match and one filter (it had
+# cost six polars calls: docs/performance.md, "Changes and trials").
+_MADE: dict[tuple[str, str, int, int], tuple[pl.Series, pl.Series, int]] = {}
+
+
+def _categories_from(
+    dtype: pl.Categorical, start: int, known: int
+) -> tuple[pl.Series, pl.Series, int]:
     """The categories with ids start..known, made from their ids (polars' own to_series walks
-    them all in Python), and the id they start at; where that cannot be done (an id reserved
-    but not yet given a name), every category, from 0."""
-    try:
-        return pl.arange(start, known, dtype=pl.UInt32, eager=True).cat.to(dtype), start
-    except pl.exceptions.ComputeError:
-        return dtype.categories.to_series().cast(dtype), 0
-
-
-def _matching(names: pl.Series, pattern: str) -> pl.Series:
-    return names.filter(names.cast(pl.String).str.contains(pattern).fill_null(False))
+    them all in Python), their text, and the id they start at; where that cannot be done (an
+    id reserved but not yet given a name), every category, from 0."""
+    key = (dtype.categories.name(), dtype.categories.namespace(), start, known)
+    made = _MADE.get(key)
+    if made is None:
+        try:
+            names = pl.arange(start, known, dtype=pl.UInt32, eager=True).cat.to(dtype)
+        except pl.exceptions.ComputeError:
+            names, start = dtype.categories.to_series().cast(dtype), 0
+        made = (names, names.cast(pl.String), start)
+        _MADE.clear()  # only the last: a worker's next trace adds categories
+        _MADE[key] = made
+    return made
