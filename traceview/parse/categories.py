@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import polars as pl
 
 # Kineto has renamed its categories over the years; fold them onto one closed set.
@@ -41,13 +43,24 @@ _CATEGORY_OF = {
 _ACCELERATOR_KERNELS = "kernel"
 
 
-def category(raw: pl.Expr) -> pl.Expr:
-    """Kineto's category names, folded onto CATEGORY (evaluated once per distinct name)."""
-    lower = raw.cast(pl.String).str.to_lowercase()
-    unknown_kernels = ~lower.is_in(list(_CATEGORY_OF)) & lower.str.contains(_ACCELERATOR_KERNELS)
-    return (  # the `then` branch first: it names the result after `raw`
-        pl.when(~unknown_kernels)
-        .then(lower.replace_strict(_CATEGORY_OF, default="other"))
-        .otherwise(pl.lit("accelerator"))
-        .cast(CATEGORY)
-    )
+def fold(written: str) -> str:
+    """One of Kineto's category names, as written, folded onto CATEGORY. Folded in Python, once
+    per distinct name: a trace writes a handful, and a polars query for them cost a small
+    trace's reading a few milliseconds of set-up (docs/performance.md, "Changes and trials")."""
+    lower = written.lower()
+    if lower in _CATEGORY_OF:
+        return _CATEGORY_OF[lower]
+    return "accelerator" if _ACCELERATOR_KERNELS in lower else "other"
+
+
+def folded(written: Iterable[str]) -> pl.Series:
+    """Category names as written, each folded onto CATEGORY, in their order."""
+    return pl.Series("cat", [fold(c) for c in written], dtype=CATEGORY)
+
+
+def category(raw: pl.Expr, written: Iterable[str]) -> pl.Expr:
+    """`raw`, whose category names are among `written`, folded onto CATEGORY."""
+    fold_of = {c: fold(c) for c in set(written)}
+    if not fold_of:  # none at all (polars' replace_strict of no values keeps the column's type)
+        return raw.cast(pl.String).cast(CATEGORY)
+    return raw.cast(pl.String).replace_strict(fold_of, return_dtype=CATEGORY)

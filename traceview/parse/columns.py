@@ -90,13 +90,14 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
     # are converted exactly; one clock per trace, so the first timestamp tells.
     exact = bool(ts) and isinstance(next((v for v in ts if v is not None), None), Decimal | str)
     names = [e.name for e in xs]
+    cats = [e.cat for e in xs]
     frame = pl.DataFrame(
         {
             "ts_us": None if exact else ts,
             "ts_exact_ns": [None if v is None else exact_ns(v) for v in ts] if exact else None,
             "dur_us": [e.dur for e in xs],  # strings like "12.5" are read by polars (strict=False)
             "name": names,
-            "cat": [e.cat for e in xs],
+            "cat": cats,
             "pid": _ids([e.pid for e in xs]),
             "tid": _ids([e.tid for e in xs]),
             **{arg.column: _event_arg(args, arg.column) for arg in EVENT_ARGS},
@@ -107,7 +108,7 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
         ts_ns=pl.coalesce("ts_exact_ns", nanoseconds(pl.col("ts_us"))),
         dur_ns=nanoseconds(pl.col("dur_us")),
         name="name",
-        cat=category(pl.col("cat")),
+        cat=category(pl.col("cat"), cats),
         **{c: c for c in ("pid", "tid", *EVENT_ARGS_SCHEMA)},
     )
     comm_names = [n for n in set(names) if KEEPS_COMM_ARGS.match(n)]

@@ -26,7 +26,7 @@ from traceview.parse.args import (
     column_type,
     value_type,
 )
-from traceview.parse.categories import CATEGORY, category
+from traceview.parse.categories import CATEGORY, folded
 from traceview.parse.events import (
     EVENTS,
     FLOAT_EXACT_NS,
@@ -148,16 +148,11 @@ def _folded(categories: tuple[str, ...]) -> pl.Series:
     short names kept; any others, folded each time, are not held)."""
     if len(categories) <= _FOLDS_KEPT_UP_TO and sum(map(len, categories)) <= 1024:
         return _kept_fold(categories)
-    return _fold(categories)
-
-
-def _fold(categories: tuple[str, ...]) -> pl.Series:
-    written = pl.Series("cat", categories, dtype=pl.String)
-    return written.to_frame().select(category(pl.col("cat")))["cat"]
+    return folded(categories)
 
 
 _FOLDS_KEPT_UP_TO = 32
-_kept_fold = functools.lru_cache(maxsize=64)(_fold)
+_kept_fold = functools.lru_cache(maxsize=64)(folded)
 
 
 class Scanner:
