@@ -46,3 +46,21 @@ def test_names_that_became_categories_after_a_pattern_was_asked_match_it_too():
         "ncclKernel_Later",
     ]
     assert _matching(first, r"^ncclKernel_") == ["ncclKernel_First"]
+
+
+def test_patterns_asked_before_and_after_names_were_added_each_match_their_own():
+    # The categories are made once for every pattern asked of the same ones: a pattern asked
+    # first after names were added (from the first category) and one asked before (only the
+    # new ones) must each see every name of theirs, whatever order they are asked in.
+    first = pl.DataFrame(
+        {"name": ["c10d::allreduce_", "aten::mm", "gloo:all_reduce"]},
+        schema={"name": pl.Categorical()},
+    )
+    assert _matching(first, r"^c10d::") == ["c10d::allreduce_"]
+    later = pl.DataFrame(
+        {"name": ["gloo:broadcast", "c10d::broadcast_", "gloo:all_reduce", "c10d::allreduce_"]},
+        schema={"name": pl.Categorical()},
+    )
+    assert _matching(later, r"^gloo:") == ["gloo:broadcast", "gloo:all_reduce"]
+    assert _matching(later, r"^c10d::") == ["c10d::broadcast_", "c10d::allreduce_"]
+    assert _matching(first, r"^gloo:") == ["gloo:all_reduce"]
