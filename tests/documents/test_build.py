@@ -8,6 +8,7 @@ import msgspec
 import pytest
 
 import traceview
+from traceview.analysis.breakdown import METRICS
 from traceview.documents import build
 from traceview.documents import structs as d
 
@@ -23,7 +24,7 @@ BREAKDOWN_FIELDS = set(d.Breakdown.__struct_fields__)
         "gloo_cpu_w300_rank34.json.gz",  # a CPU rank of many short steps
     ],
 )
-def test_each_step_row_holds_its_breakdown_as_the_totals_do(trace):
+def test_each_step_row_holds_its_breakdown_in_us_as_the_totals_do(trace):
     report = traceview.load(TRACES / trace).ranks[0]
     rows = build.step_rows(report, None)
     steps = [row for row in rows if not row.before_first_step]
@@ -35,5 +36,11 @@ def test_each_step_row_holds_its_breakdown_as_the_totals_do(trace):
             build.breakdown(s.breakdown)
         )
         assert (row.kernels, row.memcpy, row.memset) == (None, None, None)
+        # Each metric the analysis measures, read through its own accessor, in µs.
+        b = s.breakdown
+        for metric in METRICS:
+            ns = b.ns(metric)
+            assert shown[f"{metric}_us"] == (None if ns is None else ns / 1000.0)
+        assert shown["overlap_pct"] == b.overlap_pct
     chosen = {s.step for s in report.steps[1::2]}
     assert [row.step for row in build.step_rows(report, chosen)] == sorted(chosen)  # type: ignore[arg-type]

@@ -4,14 +4,12 @@ the units they show them (µs, bytes, GB/s), as plain Python numbers."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 import msgspec
 import polars as pl
 
 from traceview.analysis import Breakdown, RankReport
-from traceview.analysis.breakdown import METRICS
 from traceview.analysis.cross_rank import RankAlignment
 from traceview.analysis.desync import Desync
 from traceview.analysis.exposure import exposure_by_step
@@ -43,19 +41,39 @@ def _keep(steps: StepSelection | None) -> Callable[[int], bool] | None:
 
 
 def breakdown(b: Breakdown) -> d.Breakdown:
-    return d.Breakdown(**_breakdown_fields(b))
+    """A window's figures as documents carry them: those of a step row (_step_row)."""
+    row = _step_row(b, None, before_first_step=False, partial=False)
+    return d.Breakdown(**{f: getattr(row, f) for f in d.Breakdown.__struct_fields__})
 
 
-# Each metric's field and how it is read (a CPU trace can have a step every few KB: 10,000s).
-_METRIC_FIELDS = tuple((f"{m}_us", attrgetter(f"{m}_ns")) for m in METRICS)
-
-
-def _breakdown_fields(b: Breakdown) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        name: None if (ns := of(b)) is None else ns / 1000.0 for name, of in _METRIC_FIELDS
-    }
-    pct = b.overlap_pct
-    return fields | {"overlap_pct": None if pct is None else float(pct)}
+def _step_row(
+    b: Breakdown,
+    step: int | None,
+    *,
+    before_first_step: bool,
+    partial: bool,
+    kernels: int | None = None,
+    memcpy: int | None = None,
+    memset: int | None = None,
+) -> d.StepRow:
+    """One row of a rank's steps, its figures in µs. Each field named, not gathered in a dict: a
+    CPU trace can have 200,000 steps, and a dict a row was two thirds of making them."""
+    return d.StepRow(
+        step=step,
+        before_first_step=before_first_step,
+        partial=partial,
+        kernels=kernels,
+        memcpy=memcpy,
+        memset=memset,
+        window_us=b.window_ns / 1000.0,
+        compute_us=b.compute_ns / 1000.0,
+        comm_us=us(b.comm_ns),
+        overlap_us=us(b.overlap_ns),
+        exposed_comm_us=us(b.exposed_comm_ns),
+        compute_only_us=us(b.compute_only_ns),
+        idle_us=us(b.idle_ns),
+        overlap_pct=None if (pct := b.overlap_pct) is None else float(pct),
+    )
 
 
 def errors(runs: Runs) -> list[d.Error]:
@@ -85,39 +103,20 @@ def step_rows(r: RankReport, steps: StepSelection | None) -> list[d.StepRow]:
     before = r.before_first_step
     if before is not None and steps is None:
         rows.append(
-            d.StepRow(
-                step=None,
+            _step_row(
+                before.breakdown,
+                None,
                 before_first_step=True,
                 partial=False,
                 kernels=before.kernels,
                 memcpy=before.memcpy,
                 memset=before.memset,
-                **_breakdown_fields(before.breakdown),
             )
         )
-    # Each step's fields named here, not gathered in a dict a row: a CPU trace can have 200,000
-    # steps, and the dicts were two thirds of making its rows. The same fields as
-    # _breakdown_fields makes (tests/documents/test_build.py).
     rows += [
-        d.StepRow(
-            step=s.step,
-            before_first_step=False,
-            partial=s.partial,
-            kernels=None,
-            memcpy=None,
-            memset=None,
-            window_us=b.window_ns / 1000.0,
-            compute_us=b.compute_ns / 1000.0,
-            comm_us=us(b.comm_ns),
-            overlap_us=us(b.overlap_ns),
-            exposed_comm_us=us(b.exposed_comm_ns),
-            compute_only_us=us(b.compute_only_ns),
-            idle_us=us(b.idle_ns),
-            overlap_pct=None if (pct := b.overlap_pct) is None else float(pct),
-        )
+        _step_row(s.breakdown, s.step, before_first_step=False, partial=s.partial)
         for s in r.steps
         if steps is None or s.step in steps
-        for b in (s.breakdown,)
     ]
     return rows
 
