@@ -1,9 +1,14 @@
-"""The compiled part: traceview/parse/_scan.c, the parser's fast path. Optional: where it cannot
-be built, traceview runs its pure-Python path, which gives the same results."""
+"""The compiled parts, both optional: where one cannot be built, traceview runs its Python path,
+which gives the same results.
+- traceview/parse/_scan.c: the parser's fast path;
+- traceview/json_rows/_rows.c: rows of columns written as JSON (the exported timeline's events).
+"""
 
 import sys
 
 from setuptools import Extension, setup
+
+FLAGS = ["-O3", "-std=c11", "-Wall", "-Wno-missing-braces"]
 
 setup(
     ext_modules=[
@@ -11,15 +16,15 @@ setup(
             "traceview.parse._scan",
             ["traceview/parse/_scan.c"],
             # No fused multiply-add: a time is rounded as float64 arithmetic rounds it in Python.
-            extra_compile_args=[
-                "-O3",
-                "-std=c11",
-                "-Wall",
-                "-Wno-missing-braces",
-                "-ffp-contract=off",
-            ],
+            extra_compile_args=[*FLAGS, "-ffp-contract=off"],
             libraries=["m"] if sys.platform != "win32" else [],
             optional=True,
-        )
+        ),
+        Extension(
+            "traceview.json_rows._rows",
+            ["traceview/json_rows/_rows.c"],
+            extra_compile_args=FLAGS,
+            optional=True,
+        ),
     ]
 )

@@ -5,7 +5,6 @@ stretches of the critical path that ran on that rank."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import Any, BinaryIO
@@ -13,6 +12,7 @@ from typing import Any, BinaryIO
 import msgspec
 import polars as pl
 
+from traceview import json_rows
 from traceview.algebra import apart
 from traceview.analysis.spans import overlap_spans
 from traceview.compression import gzip_writer
@@ -26,9 +26,9 @@ CALL_ARGS = ("step", "collective", "bytes", "module", "bucket", "label", "wait_n
              "exposed_ns", "busbw_gbps", "bandwidth_on")  # fmt: skip
 
 
-def event_chunks(job: Job) -> Iterator[tuple[int, bytes | memoryview]]:
+def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
     """The timeline's events as JSON, a rank's kind of event at a time: (how many, the events
-    joined by ",\n"). Every interval, overlap span and collective call is written by polars from
+    joined by ",\n"). Every interval, overlap span and collective call is written from
     its columns; only the lane names one by one."""
     offsets: dict[int | None, float] = (
         {a.rank: a.offset_ns for a in job.cross_rank.ranks} if job.cross_rank else {}
@@ -108,11 +108,11 @@ ROWS_AT_A_TIME = 1 << 14
 
 def _spans(
     frame: pl.DataFrame, pid: int, shift: int, args: pl.Expr | None
-) -> Iterator[tuple[int, bytes | memoryview]]:
+) -> Iterator[tuple[int, bytes]]:
     """Complete events ("X") from a frame of ts_ns, end_ns, cat, name, tid (and the columns
-    `args` is made of), in µs from `shift`, written by polars, ROWS_AT_A_TIME at a time."""
-    for rows in frame.iter_slices(ROWS_AT_A_TIME):
-        events = rows.select(
+    `args` is made of), in µs from `shift`, ROWS_AT_A_TIME at a time, joined by ",\n"."""
+    for block in frame.iter_slices(json_rows.BLOCK_ROWS):  # the events' columns a block at a time
+        events = block.select(
             ph=pl.lit("X"),
             cat="cat",
             name="name",
@@ -123,13 +123,7 @@ def _spans(
             dur=((pl.col("end_ns") - pl.col("ts_ns")) / 1000).round(3),
             **({} if args is None else {"args": args}),
         )
-        # One event a line; no string holds a raw newline (JSON escapes it), so the lines'
-        # ends are where the separators go. Written as bytes and handed on as a view, the last
-        # separator left out: the text is copied as few times as can be.
-        lines = io.BytesIO()
-        events.write_ndjson(lines)
-        text = lines.getvalue().replace(b"\n", b",\n")
-        yield events.height, memoryview(text)[:-2]
+        yield from json_rows.chunks(events, ROWS_AT_A_TIME, separator=b",\n")
 
 
 def _path_spans(job: Job) -> pl.DataFrame:
