@@ -90,3 +90,23 @@ def test_calls_take_the_labels_of_their_own_track_and_start():
     assert out.columns == ["ts_ns", "tid", "n", "label"]
     assert out["n"].to_list() == [0, 1, 2, 3]
     assert out["label"].to_list() == ["a@100", "b@100", "b@101", None]
+
+
+def test_labels_taken_row_for_row_are_the_ones_a_join_finds(monkeypatch):
+    # Two ranks' calls, labelled as `traceview collectives` makes them: row for row (the path a
+    # GB trace's millions of calls take), and again through the join on track and start.
+    folder = Path(__file__).parent / "fixtures/traces/nccl_sampled_w128"
+    job = traceview.load(folder, keep_intervals=True)
+    assert len(job.ranks) == 2 and job.calls.height == 20
+    asked = []
+    row_for_row = perfetto._row_for_row
+    monkeypatch.setattr(
+        perfetto, "_row_for_row", lambda *k: asked.append(row_for_row(*k)) or asked[-1]
+    )
+    first = io.BytesIO()
+    write_annotated(job, first, compress=False)
+    assert asked and all(asked)
+    monkeypatch.setattr(perfetto, "_row_for_row", lambda *k: False)
+    joined = io.BytesIO()
+    write_annotated(job, joined, compress=False)
+    assert joined.getvalue() == first.getvalue()
