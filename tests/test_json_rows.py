@@ -140,28 +140,40 @@ def test_random_frames_as_polars_writes_them(frame, rows):
 
 
 def int_column(values, nulls=None):
-    return (_rows.INT, np.asarray(values, dtype=np.int64), nulls, None)
+    return (_rows.INT, np.asarray(values, dtype=np.int64), nulls, None, None)
 
 
 def test_columns_that_do_not_describe_their_rows_are_turned_away():
     rows = _rows.rows
-    text = (_rows.STRING, np.array([0, 2, 9], dtype=np.int64), None, "ab")
+    text = (_rows.STRING, np.array([0, 2, 9], dtype=np.int64), None, "ab", None)
     with pytest.raises(ValueError, match="offsets leave its text"):
         rows((b"", b""), (text,), 0, 2, b"\n")
     with pytest.raises(ValueError, match="int64 for every row"):
         rows((b"", b""), (int_column([1, 2]),), 0, 3, b"\n")
     with pytest.raises(ValueError, match="int64 for every row"):
-        rows((b"", b""), ((_rows.INT, np.zeros(4, dtype=np.int32), None, None),), 0, 1, b"")
+        rows((b"", b""), ((_rows.INT, np.zeros(4, dtype=np.int32), None, None, None),), 0, 1, b"")
     with pytest.raises(ValueError, match="null flags"):
         rows((b"", b""), (int_column([1, 2], np.zeros(1, dtype=bool)),), 0, 2, b"\n")
     with pytest.raises(ValueError, match="unknown column kind"):
-        rows((b"", b""), ((9, np.zeros(1, dtype=np.int64), None, None),), 0, 1, b"")
+        rows((b"", b""), ((9, np.zeros(1, dtype=np.int64), None, None, None),), 0, 1, b"")
     with pytest.raises(ValueError, match="one piece more"):
         rows((b"",), (int_column([1]),), 0, 1, b"")
     with pytest.raises(ValueError, match="0 <= start <= stop"):
         rows((b"", b""), (int_column([1]),), 1, 0, b"")
     with pytest.raises(TypeError, match="str or bytes"):
-        rows((b"", b""), ((_rows.RAW, np.zeros(2, dtype=np.int64), None, None),), 0, 1, b"")
-    assert rows((b"[", b"]"), (int_column([1, 2], np.array([0, 1], dtype=bool)),), 0, 2, b",") == (
-        b"[1],[null]"
-    )
+        rows((b"", b""), ((_rows.RAW, np.zeros(2, dtype=np.int64), None, None, None),), 0, 1, b"")
+    table = np.array([0, 3, 5], dtype=np.int64)  # entries '"a"' and '{}'
+    entry = (_rows.DICT, np.array([1, 2, 0], dtype=np.int64), None, '"a"{}', table)
+    with pytest.raises(ValueError, match="not in its table"):
+        rows((b"", b""), (entry,), 0, 2, b"\n")
+    with pytest.raises(ValueError, match="table leaves its text"):
+        rows((b"", b""), ((*entry[:3], '"a"', table),), 0, 1, b"\n")
+    with pytest.raises(TypeError, match="has a table"):
+        rows((b"", b""), ((*entry[:4], None),), 0, 1, b"\n")
+    assert rows((b"[", b"]"), (entry,), 0, 1, b",") == b"[{}]"
+    nulls = np.array([0, 1], dtype=bool)
+    assert rows((b"[", b"]"), (int_column([1, 2], nulls),), 0, 2, b",") == b"[1],[null]"
+    # a null row's entry number is not looked up
+    codes = np.array([5, 0, -7], dtype=np.int64)
+    flagged = (_rows.DICT, codes, np.array([1, 0, 1], dtype=bool), '"a"{}', table)
+    assert rows((b"", b""), (flagged,), 0, 3, b",") == b'null,"a",null'

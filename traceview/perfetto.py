@@ -75,8 +75,8 @@ def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
         spans = work.filter(~comm).select(
             "ts_ns",
             "end_ns",
-            cat=pl.col("kind").cast(pl.String),
-            name=pl.col("name").cast(pl.String).fill_null("None"),
+            cat="kind",
+            name=pl.col("name").fill_null("None"),
             tid=pl.col("lane").replace_strict(lane_tid, return_dtype=pl.Int64),
             step="step",
         )
@@ -84,7 +84,7 @@ def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
         calls = work.filter(comm).select(
             "ts_ns", "end_ns", "step", "collective", "bytes", "module",
             cat=pl.lit("comm"),
-            name=pl.col("name").cast(pl.String).fill_null("None"),
+            name=pl.col("name").fill_null("None"),
             tid=pl.col("lane").replace_strict(lane_tid, return_dtype=pl.Int64),
         )  # fmt: skip
         said = labels.get(report.rank) if report.rank is not None else None

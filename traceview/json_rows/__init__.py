@@ -26,6 +26,9 @@ BLOCK_ROWS = 1 << 18
 
 _INTS = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32)
 _TEXTS = (pl.String, pl.Categorical, pl.Enum)
+# What the compiled part takes for a column: (kind, values, null flags or None, text or None,
+# the DICT kind's table or None); traceview/json_rows/_rows.c says what each kind holds.
+Column = tuple[int, np.ndarray, np.ndarray | None, str | bytes | None, np.ndarray | None]
 
 
 def chunks(
@@ -57,7 +60,7 @@ def _layout(frame: pl.DataFrame) -> tuple[tuple[bytes, ...], tuple[Any, ...]] | 
     into the pieces."""
     assert _rows is not None
     pieces: list[bytes] = [b""]
-    columns: list[tuple[int, np.ndarray, np.ndarray | None, str | None]] = []
+    columns: list[Column] = []
 
     def add(series: pl.Series, opening: bytes) -> bool:
         pieces[-1] += opening + _string(pl.Series([series.name])) + b":"
@@ -94,26 +97,53 @@ def _layout(frame: pl.DataFrame) -> tuple[tuple[bytes, ...], tuple[Any, ...]] | 
     return tuple(pieces), tuple(columns)
 
 
-def _column(series: pl.Series) -> tuple[int, np.ndarray, np.ndarray | None, str | None] | None:
-    """(kind, values, null flags or None, text or None) for the compiled part, or None."""
+def _column(series: pl.Series) -> Column | None:
+    """The compiled part's column for `series`, or None."""
     assert _rows is not None
     dtype = series.dtype
     if isinstance(dtype, _INTS) or (dtype == pl.UInt64 and _fits_int64(series)):
         nulls = series.is_null().to_numpy() if series.null_count() else None
-        return _rows.INT, series.fill_null(0).cast(pl.Int64).to_numpy(), nulls, None
+        return _rows.INT, series.fill_null(0).cast(pl.Int64).to_numpy(), nulls, None, None
     if dtype == pl.Float64:
         milli = _as_milli(series)
         if milli is not None:
-            return _rows.MILLI, *milli, None
+            return _rows.MILLI, *milli, None, None
     if isinstance(dtype, (pl.Float64, pl.Float32)):  # written shortest; null where not finite
         finite = pl.col(series.name).is_finite()
         text = series.to_frame().select(pl.when(finite).then(pl.col(series.name).cast(pl.String)))
         return _text(_rows.RAW, text.to_series())
-    if isinstance(dtype, _TEXTS):
-        return _text(_rows.STRING, series.cast(pl.String))
+    if isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return _dictionary(series) or _text(_rows.STRING, series.cast(pl.String))
+    if dtype == pl.String:
+        return _text(_rows.STRING, series)
     if dtype in (pl.Boolean, pl.UInt64):
         return _text(_rows.RAW, series.cast(pl.String))
     return None
+
+
+def _dictionary(series: pl.Series) -> Column | None:
+    """A categorical column as entry numbers into the JSON of its distinct values, each made
+    once (a kernel's name, hundreds of bytes, is not copied for each of its thousands of rows);
+    None where its category ids are too sparse for a table by id."""
+    assert _rows is not None
+    ids = series.to_physical()
+    firsts = ids.arg_unique()
+    distinct = ids.gather(firsts)
+    kept = distinct.is_not_null().to_numpy()
+    known = distinct.to_numpy()[kept].astype(np.int64)
+    if known.size and int(known.max()) > 16 * len(series) + 65_536:
+        return None
+    entry = np.zeros(int(known.max()) + 1 if known.size else 1, dtype=np.int64)
+    entry[known] = np.arange(known.size)
+    texts = series.gather(firsts).filter(pl.Series(kept)).cast(pl.String)
+    encoded = _rows.rows((b"", b""), (_text(_rows.STRING, texts),), 0, len(texts), b"\n")
+    # An escaped string holds no raw newline: the separators are where entries end.
+    lengths = [len(e) for e in encoded.split(b"\n")] if len(texts) else []
+    table = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=table[1:])
+    codes = entry[ids.fill_null(0).cast(pl.Int64).to_numpy()]
+    nulls = ids.is_null().to_numpy() if ids.null_count() else None
+    return _rows.DICT, codes, nulls, encoded.replace(b"\n", b""), table
 
 
 def _string(one: pl.Series) -> bytes:
@@ -152,11 +182,11 @@ def _as_milli(series: pl.Series) -> tuple[np.ndarray, np.ndarray | None] | None:
     return k.astype(np.int64), None if finite.all() else ~finite
 
 
-def _text(kind: int, text: pl.Series) -> tuple[int, np.ndarray, np.ndarray | None, str]:
+def _text(kind: int, text: pl.Series) -> Column:
     """A text column: its offsets into the one string of all its values, and its null flags."""
     lengths = text.str.len_bytes().fill_null(0).to_numpy()
     offsets = np.zeros(len(text) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     joined = text.str.join("").item() if len(text) else ""
     nulls = text.is_null().to_numpy() if text.null_count() else None
-    return kind, offsets, nulls, joined
+    return kind, offsets, nulls, joined, None

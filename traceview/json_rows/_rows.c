@@ -10,7 +10,9 @@
  *          nearest k / 1000 while |k| < 10^15 (checked on the Python side);
  *   STRING UTF-8 text (offsets into one buffer), written as a JSON string, escaped as polars'
  *          NDJSON writer escapes;
- *   RAW    text written as it is (a value the Python side formatted).
+ *   RAW    text written as it is (a value the Python side formatted);
+ *   DICT   int64 entry numbers into a table of texts written as they are (the JSON of a column's
+ *          distinct strings, made once).
  * No Python object is made per row: the text goes straight into the bytes object returned.
  */
 #define PY_SSIZE_T_CLEAN
@@ -18,13 +20,15 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { K_INT = 0, K_MILLI = 1, K_STRING = 2, K_RAW = 3, N_KINDS };
+enum { K_INT = 0, K_MILLI = 1, K_STRING = 2, K_RAW = 3, K_DICT = 4, N_KINDS };
 
 typedef struct {
     int kind;
     Py_buffer values; /* int64: the values, or for STRING and RAW the n + 1 offsets */
     Py_buffer nulls;  /* one byte a row, or buf == NULL */
-    const char *text; /* STRING and RAW: the bytes the offsets point into */
+    Py_buffer table;  /* DICT: the n_entries + 1 offsets of its entries in text */
+    Py_ssize_t n_entries;
+    const char *text; /* STRING, RAW and DICT: the bytes the offsets point into */
     Py_ssize_t text_len;
 } Column;
 
@@ -149,14 +153,24 @@ static void release(Column *cols, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
         if (cols[i].values.buf) PyBuffer_Release(&cols[i].values);
         if (cols[i].nulls.buf) PyBuffer_Release(&cols[i].nulls);
+        if (cols[i].table.buf) PyBuffer_Release(&cols[i].table);
     }
 }
 
-/* One column from (kind, values, nulls or None, text or None), checked against rows [0, stop). */
+/* Whether offsets[0..n] run forward within a text of text_len bytes. */
+static int offsets_within(const int64_t *offsets, Py_ssize_t n, Py_ssize_t text_len) {
+    if (offsets[0] < 0) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (offsets[i + 1] < offsets[i]) return 0;
+    return offsets[n] <= text_len;
+}
+
+/* One column from (kind, values, nulls or None, text or None, table or None), checked against
+ * rows [0, stop). */
 static int read_column(PyObject *spec, Column *c, Py_ssize_t stop) {
-    PyObject *values, *nulls, *text;
-    if (!PyTuple_Check(spec) || !PyArg_ParseTuple(spec, "iOOO", &c->kind, &values, &nulls, &text)) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a column is (kind, values, nulls, text)");
+    PyObject *values, *nulls, *text, *table;
+    if (!PyTuple_Check(spec) || !PyArg_ParseTuple(spec, "iOOOO", &c->kind, &values, &nulls, &text, &table)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a column is (kind, values, nulls, text, table)");
         return -1;
     }
     if (c->kind < 0 || c->kind >= N_KINDS) {
@@ -164,8 +178,8 @@ static int read_column(PyObject *spec, Column *c, Py_ssize_t stop) {
         return -1;
     }
     if (PyObject_GetBuffer(values, &c->values, PyBUF_C_CONTIGUOUS) < 0) return -1;
-    int textual = c->kind == K_STRING || c->kind == K_RAW;
-    Py_ssize_t want = textual ? stop + 1 : stop;
+    int by_row = c->kind == K_STRING || c->kind == K_RAW;
+    Py_ssize_t want = by_row ? stop + 1 : stop;
     if (c->values.itemsize != 8 || c->values.len < want * 8) {
         PyErr_SetString(PyExc_ValueError, "a column's values are not int64 for every row");
         return -1;
@@ -177,7 +191,7 @@ static int read_column(PyObject *spec, Column *c, Py_ssize_t stop) {
             return -1;
         }
     }
-    if (textual) {
+    if (by_row || c->kind == K_DICT) {
         if (PyUnicode_Check(text)) {
             c->text = PyUnicode_AsUTF8AndSize(text, &c->text_len);
             if (!c->text) return -1;
@@ -186,6 +200,18 @@ static int read_column(PyObject *spec, Column *c, Py_ssize_t stop) {
             c->text_len = PyBytes_GET_SIZE(text);
         } else {
             PyErr_SetString(PyExc_TypeError, "a text column's text is str or bytes");
+            return -1;
+        }
+    }
+    if (c->kind == K_DICT) {
+        if (table == Py_None || PyObject_GetBuffer(table, &c->table, PyBUF_C_CONTIGUOUS) < 0) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a DICT column has a table");
+            return -1;
+        }
+        c->n_entries = c->table.len / 8 - 1;
+        if (c->table.itemsize != 8 || c->n_entries < 0 ||
+            !offsets_within(c->table.buf, c->n_entries, c->text_len)) {
+            PyErr_SetString(PyExc_ValueError, "a DICT column's table leaves its text");
             return -1;
         }
     }
@@ -239,13 +265,22 @@ static PyObject *rows(PyObject *self, PyObject *args) {
         size_t need = fixed;
         for (Py_ssize_t i = 0; i < n_cols; i++) {
             Column *c = &cols[i];
-            if (c->kind != K_STRING && c->kind != K_RAW) continue;
-            const int64_t *off = c->values.buf;
-            if (off[r] < 0 || off[r + 1] < off[r] || off[r + 1] > c->text_len) {
-                PyErr_SetString(PyExc_ValueError, "a text column's offsets leave its text");
-                goto fail;
+            const int64_t *v = c->values.buf;
+            if (c->nulls.buf && ((const uint8_t *)c->nulls.buf)[r]) continue; /* null: 4 bytes, in fixed */
+            if (c->kind == K_DICT) {
+                if (v[r] < 0 || v[r] >= c->n_entries) {
+                    PyErr_SetString(PyExc_ValueError, "a DICT column's entry is not in its table");
+                    goto fail;
+                }
+                const int64_t *t = c->table.buf;
+                need += (size_t)(t[v[r] + 1] - t[v[r]]);
+            } else if (c->kind == K_STRING || c->kind == K_RAW) {
+                if (v[r] < 0 || v[r + 1] < v[r] || v[r + 1] > c->text_len) {
+                    PyErr_SetString(PyExc_ValueError, "a text column's offsets leave its text");
+                    goto fail;
+                }
+                need += 2 + 6 * (size_t)(v[r + 1] - v[r]);
             }
-            need += 2 + 6 * (size_t)(off[r + 1] - off[r]);
         }
         if (reserve(&o, need) < 0) goto fail;
         char *p = o.at;
@@ -271,6 +306,12 @@ static PyObject *rows(PyObject *self, PyObject *args) {
             case K_STRING:
                 p = put_string(p, (const unsigned char *)c->text + v[r], (size_t)(v[r + 1] - v[r]));
                 break;
+            case K_DICT: {
+                const int64_t *t = c->table.buf;
+                memcpy(p, c->text + t[v[r]], (size_t)(t[v[r] + 1] - t[v[r]]));
+                p += t[v[r] + 1] - t[v[r]];
+                break;
+            }
             default:
                 memcpy(p, c->text + v[r], (size_t)(v[r + 1] - v[r]));
                 p += v[r + 1] - v[r];
@@ -306,7 +347,8 @@ PyMODINIT_FUNC PyInit__rows(void) {
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     if (PyModule_AddIntConstant(m, "INT", K_INT) < 0 || PyModule_AddIntConstant(m, "MILLI", K_MILLI) < 0 ||
-        PyModule_AddIntConstant(m, "STRING", K_STRING) < 0 || PyModule_AddIntConstant(m, "RAW", K_RAW) < 0) {
+        PyModule_AddIntConstant(m, "STRING", K_STRING) < 0 || PyModule_AddIntConstant(m, "RAW", K_RAW) < 0 ||
+        PyModule_AddIntConstant(m, "DICT", K_DICT) < 0) {
         Py_DECREF(m);
         return NULL;
     }

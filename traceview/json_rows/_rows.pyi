@@ -7,10 +7,11 @@ INT: int
 MILLI: int
 STRING: int
 RAW: int
+DICT: int
 
 def rows(
     pieces: tuple[bytes, ...],
-    columns: Sequence[tuple[int, ndarray, ndarray | None, str | bytes | None]],
+    columns: Sequence[tuple[int, ndarray, ndarray | None, str | bytes | None, ndarray | None]],
     start: int,
     stop: int,
     separator: bytes,
