@@ -1,8 +1,8 @@
 """A frame's rows as JSON objects, one a line, the bytes polars' NDJSON writer gives: written by
-the compiled part (traceview/json_rows/_rows.c) where it is built and knows every column's type, by
-polars' writer otherwise. The compiled part writes a timeline's millions of events in about a
-quarter of the CPU (benchmarks/bench_outputs.py): polars' writer makes each row's object,
-struct by struct, where here the keys are laid out once and only the values are written."""
+the compiled part (traceview/json_rows/_rows.c) where it is built and knows every column's type,
+by polars' writer otherwise. polars' writer makes each row's object, struct by struct; here the
+keys are laid out once, a categorical column's distinct values are encoded once, and only the
+values are written: a timeline's events in 0.4-0.6x the CPU (docs/performance.md)."""
 
 from __future__ import annotations
 
