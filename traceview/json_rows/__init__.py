@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import polars as pl
@@ -54,7 +53,7 @@ def _by_polars(frame: pl.DataFrame, separator: bytes) -> bytes:
     return lines.getvalue()[:-1].replace(b"\n", separator)
 
 
-def _layout(frame: pl.DataFrame) -> tuple[tuple[bytes, ...], tuple[Any, ...]] | None:
+def _layout(frame: pl.DataFrame) -> tuple[tuple[bytes, ...], tuple[Column, ...]] | None:
     """The compiled part's pieces and columns for `frame`, or None where a column is of a type
     (or a struct with nulls) it does not write. A text that is the same in every row is written
     into the pieces."""
