@@ -267,6 +267,15 @@ def test_rank_is_unknown_without_distributed_info_never_guessed(tmp_path):
     assert any("rank and world size unknown" in n.message for n in trace.notes)
 
 
+def test_a_rank_without_a_world_size_keeps_its_rank(tmp_path):
+    doc = {"traceEvents": EVENTS, "distributedInfo": {"rank": 1}}
+    trace = read_trace(tb.write(tmp_path / "t.json", doc))
+    assert (trace.meta.rank, trace.meta.world_size) == (1, None)
+    assert [n.message for n in trace.notes] == [
+        "distributedInfo gives rank 1 but no world_size: world size unknown"
+    ]
+
+
 def test_impossible_rank_is_reported_unknown(tmp_path):
     doc = tb.document(EVENTS, rank=4, world=4)
     trace = read_trace(tb.write(tmp_path / "t.json", doc))

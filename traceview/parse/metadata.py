@@ -52,7 +52,18 @@ def read_meta(raw: dict[str, Any], notes: list[Note]) -> TraceMeta:
         dist = {}
         notes.append(Note(message="no distributedInfo: rank and world size unknown"))
     rank, world = _whole(dist.get("rank")), _whole(dist.get("world_size"))
-    if dist and (rank is None or world is None or not 0 <= rank < world <= MAX_WORLD):
+    if (
+        dist
+        and world is None
+        and "world_size" not in dist
+        and rank is not None
+        and (0 <= rank < MAX_WORLD)
+    ):
+        # {"rank": 1} alone still says which rank this is: only the world size is unknown.
+        notes.append(
+            Note(message=f"distributedInfo gives rank {rank} but no world_size: world size unknown")
+        )
+    elif dist and (rank is None or world is None or not 0 <= rank < world <= MAX_WORLD):
         notes.append(
             Note(
                 message=f"distributedInfo rank={dist.get('rank')!r} world_size="
