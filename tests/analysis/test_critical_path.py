@@ -235,6 +235,18 @@ def test_the_real_sampled_job_s_path_tiles_every_step():
         assert sum(found.attribution(step).values()) == end - start
 
 
+def test_a_cpu_job_s_path_has_no_host_launch_and_tiles_every_step():
+    # The sample sweep's ZeRO-3 run at DP 2 (Gloo, CPU only): its gloo spans were issued by
+    # calls on the training thread, but no device waits for a host there: every gap is idle.
+    folder = Path(__file__).parents[2] / "sample_traces" / "cpu_sweep" / "zero3-dp2"
+    found = traceview.load(folder).critical_path()
+    assert found.steps.height == 2 and found.steps["crossings"].sum() > 0
+    categories = set(found.segments["category"].to_list())
+    assert "host launch" not in categories and {"compute", "transfer", "idle"} <= categories
+    for step, start, end, _ in found.steps.iter_rows():
+        assert sum(found.attribution(step).values()) == end - start
+
+
 def test_keys_too_large_for_one_search_are_searched_a_few_groups_at_a_time(monkeypatch):
     # A trace of many long steps makes (group, lane, time) keys too large for one int64 search;
     # the walk then searches a few groups at a time. Forced here on a real job, the path is the

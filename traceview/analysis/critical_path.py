@@ -93,10 +93,24 @@ def job_critical_path(
         orient="row",
     )  # fmt: skip
     wanted = windows["step"].unique().to_list()
+    # "host launch" is a device waiting for its host to issue work: a CPU-only rank has no
+    # device, and its collectives' issue times (the call on the training thread) say no such
+    # thing — a gap before them is idle.
+    on_device = [r.rank for r in (job.ranks[i] for i in positions) if r.mode == "gpu"]
+    launched = pl.when(pl.col("rank").is_in(on_device)).then(pl.col("launch_ns"))
     work = pl.concat(
         read(positions[i : i + READ_AT_ONCE])
         .filter(pl.col("kind").is_in(KINDS) & pl.col("step").is_in(wanted))
-        .select("rank", "step", "lane", "kind", "ts_ns", "end_ns", "launch_ns", "collective")
+        .select(
+            "rank",
+            "step",
+            "lane",
+            "kind",
+            "ts_ns",
+            "end_ns",
+            launched.alias("launch_ns"),
+            "collective",
+        )
         for i in range(0, len(positions), READ_AT_ONCE)
     )
     calls = cross.calls if cross is not None and cross.aligned and len(positions) > 1 else None
