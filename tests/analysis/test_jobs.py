@@ -69,15 +69,30 @@ def test_wait_and_transfer_split_at_the_last_arrival(job):
     assert [a.wait_ns for a in cross.ranks] == [80 * US, 70 * US, 20 * US]
     assert [a.transfer_ns for a in cross.ranks] == [50 * US, 50 * US, 50 * US]
     assert [a.last_arrivals for a in cross.ranks] == [0, 1, 1]
-    assert cross.straggler is None  # one last arrival each: a tie, so no rank stands out
+    # One last arrival each, but rank 2's costs the others 50 + 70 µs, rank 1's 30 + 20: the
+    # straggler is the rank whose lateness costs most waiting.
+    assert [a.caused_wait_ns for a in cross.ranks] == [0, 50 * US, 120 * US]
+    assert cross.straggler == 2
 
 
-def test_the_rank_that_arrives_last_most_often_is_the_straggler(tmp_path):
+def test_the_rank_whose_lateness_costs_most_waiting_is_the_straggler(tmp_path):
     for r, arr in enumerate([(100, 400), (140, 460), (110, 420)]):
         rank_trace(tmp_path, r, 0, arr, (150, 480), f"n{r}")
     job = traceview.load(tmp_path)
+    # Rank 1 arrives last at both: the others wait 40 + 30 and 60 + 40 µs for it.
     assert job.cross_rank.straggler == 1
     assert job.cross_rank.of(1).last_arrivals == 2
+    assert job.cross_rank.of(1).caused_wait_ns == 170 * US
+
+
+def test_two_ranks_that_cost_the_same_waiting_tie(tmp_path):
+    # Collective 0: rank 1 last at 130, the others wait 30 and 20; collective 1: rank 2 last
+    # at 450, the others wait 40 and 10 — 50 µs each: a tie names no rank.
+    for r, arr in enumerate([(100, 410), (130, 440), (110, 450)]):
+        rank_trace(tmp_path, r, 0, arr, (150, 480), f"n{r}")
+    cross = traceview.load(tmp_path).cross_rank
+    assert [a.caused_wait_ns for a in cross.ranks] == [0, 50 * US, 50 * US]
+    assert cross.straggler is None
 
 
 def test_one_host_shares_one_clock(tmp_path):
@@ -206,7 +221,8 @@ def test_alpha_beta_fit_recovers_latency_and_bandwidth():
     assert fit.confidence == "high" and fit.r2 == pytest.approx(1.0)
     assert fit.size_for_90pct_bytes == pytest.approx(9 * alpha_ns * bw, rel=1e-3)  # 4.5 MB
     assert fit.median_bytes == 6e6  # of 1, 2, 4, 8, 16, 32 MB
-    assert "the median is 6.0 MB: larger buckets would only start" in fit.advice
+    # 6 MB = 5.7 MiB: advice is in MiB, the unit of bucket_cap_mb.
+    assert "the median is 5.7 MiB: larger buckets would only start" in fit.advice
     assert fit.size_clusters == 6
     assert "larger buckets would help" in msgspec.structs.replace(fit, median_bytes=1e6).advice
 
@@ -242,7 +258,7 @@ def test_the_size_never_goes_beyond_what_a_step_sends():
     fit = fit_of(sizes, [50_000 + s / 10 for s in sizes], step_bytes=3e6, step_share=0.2)
     assert fit.size_for_90pct_bytes == pytest.approx(4.5e6, rel=1e-3)
     assert fit.one_bucket
-    assert "a step sends only 3.0 MB of all_reduce: one bucket of all of it" in fit.advice
+    assert "a step sends only 2.9 MiB of all_reduce: one bucket of all of it" in fit.advice
 
 
 def test_no_size_for_a_collective_that_takes_under_one_percent_of_the_step():

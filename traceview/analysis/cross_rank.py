@@ -26,6 +26,9 @@ class RankAlignment(msgspec.Struct, frozen=True, kw_only=True):
     wait_ns: int  # time in collectives waiting for the last rank to arrive
     transfer_ns: int  # time in collectives after every rank had arrived
     last_arrivals: int  # matched collectives this rank arrived at last
+    # the other ranks' wait at the matched collectives this rank arrived at last: what its
+    # lateness cost them
+    caused_wait_ns: int = 0
 
 
 class StepSkew(msgspec.Struct, frozen=True, kw_only=True):
@@ -49,7 +52,9 @@ class CrossRank(msgspec.Struct, frozen=True, kw_only=True):
     rejected: int  # proposed matches that did not hold together
     unmatched: int  # calls of some rank in no kept match
     ranks: tuple[RankAlignment, ...]  # empty when not aligned
-    straggler: int | None  # the rank that arrives last most often; None when ranks tie
+    # the rank whose late arrivals cost the others the most waiting (RankAlignment's
+    # caused_wait_ns); None when none caused any, or two tie
+    straggler: int | None
     # every kept match per rank, aligned: + wait_ns, transfer_ns, match, last_rank (who arrived
     # last at that match)
     calls: pl.DataFrame
@@ -171,6 +176,13 @@ def _split(
         .agg(last_rank=pl.col("rank").first())
     )
     last_counts = dict(last.group_by("last_rank").len().iter_rows())
+    # The last rank's own wait is 0: a match's wait is the others' wait for its last rank.
+    caused = dict(
+        aligned.join(last, on="match")
+        .group_by("last_rank")
+        .agg(pl.col("wait_ns").sum())
+        .iter_rows()
+    )
     totals = aligned.group_by("rank").agg(pl.col("wait_ns").sum(), pl.col("transfer_ns").sum())
     per_rank = {r: (w, t) for r, w, t in totals.iter_rows()}
     alignments = tuple(
@@ -181,10 +193,11 @@ def _split(
             wait_ns=per_rank.get(r, (0, 0))[0],
             transfer_ns=per_rank.get(r, (0, 0))[1],
             last_arrivals=last_counts.get(r, 0),
+            caused_wait_ns=int(caused.get(r) or 0),
         )
         for r in ranks
     )
-    straggler = _most_often_last(last_counts)
+    straggler = _costliest(caused)
     matches = aligned["match"].n_unique()
     return CrossRank(
         reference_rank=reference,
@@ -223,11 +236,13 @@ def step_skew(step_windows: pl.DataFrame) -> list[StepSkew]:
     return sorted(out, key=lambda s: s.step)
 
 
-def _most_often_last(last_counts: dict[int, int]) -> int | None:
-    """The rank that arrived last more often than every other; None when two or more tie (no
-    rank stands out, and which one a table happened to list first must not decide)."""
-    if not last_counts:
+def _costliest(caused: dict[int, int]) -> int | None:
+    """The rank whose late arrivals cost the others more waiting than any other's; None when
+    nobody waited or two or more tie (no rank stands out, and which one a table happened to
+    list first must not decide). How often a rank arrives last is another measure: a rank
+    last by a hair at many calls costs less than one late by milliseconds at a few."""
+    most = max((int(w or 0) for w in caused.values()), default=0)
+    if most <= 0:
         return None
-    most = max(last_counts.values())
-    leaders = [r for r, n in last_counts.items() if n == most]
+    leaders = [r for r, w in caused.items() if int(w or 0) == most]
     return leaders[0] if len(leaders) == 1 else None

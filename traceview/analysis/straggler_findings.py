@@ -7,66 +7,68 @@ from traceview.analysis.finding import Finding, ms, traced_of
 from traceview.analysis.job import JobReport
 from traceview.analysis.stragglers import Recurrence
 
-# A straggler arrives last at this share of the matched collectives (at least 1.5 / ranks, so
-# that of two ranks one is not a straggler by chance), and the others wait this share of
-# their time in collectives for it.
+# A straggler's late arrivals cause this share of all the waiting in the job's collectives (at
+# least 1.5 / ranks, so that of two ranks one is not a straggler by chance), and the others
+# wait this share of their time in collectives for it.
 STRAGGLER_SHARE = 0.5
 STRAGGLER_WAIT_SHARE = 0.10
 
 
 def straggler(job: JobReport, name: str) -> Finding | None:
-    """One rank arriving last at most collectives, and the others waiting for it."""
+    """One rank whose lateness causes most of the waiting, the others waiting for it for a
+    material part of their collective time. Every figure is on that measure, the waiting it
+    causes (docs/findings.md): how often a rank arrives last is another, and not said here."""
     cross = job.cross_rank
     if cross is None or not cross.aligned or cross.straggler is None or not cross.matched:
         return None
     n = len(cross.ranks)
-    late = next(a for a in cross.ranks if a.rank == cross.straggler)
-    share = late.last_arrivals / cross.matched
+    late = cross.of(cross.straggler)
+    caused = late.caused_wait_ns
+    waited = sum(a.wait_ns for a in cross.ranks)  # all the waiting, whoever caused it
     others = [a for a in cross.ranks if a.rank != late.rank]
-    wait = sum(a.wait_ns for a in others)
     busy = sum(a.wait_ns + a.transfer_ns for a in others)
-    if share < max(STRAGGLER_SHARE, 1.5 / n) or not busy or wait < STRAGGLER_WAIT_SHARE * busy:
+    if not waited or not busy:
         return None
-    skews = [s.longest_ns - s.shortest_ns for s in job.step_skew]
-    skew = sorted(skews)[len(skews) // 2] if skews else None
-    said_skew = f"; steps differ by {ms(skew):,.1f} ms across ranks (median)" if skew else ""
+    share = caused / waited
+    if share < max(STRAGGLER_SHARE, 1.5 / n) or caused < STRAGGLER_WAIT_SHARE * busy:
+        return None
     steps, said_steps = _steps_of(job.recurrence, late.rank)
     return Finding(
         rule="straggler",
         job=name,
         what=(
-            f"rank {late.rank} arrives last at {late.last_arrivals} of {cross.matched} "
-            f"collectives; the other ranks spend {100 * wait / busy:.0f}% of their collective "
-            f"time waiting for it{said_steps}{said_skew}"
+            f"rank {late.rank}'s late arrivals cost the other ranks {ms(caused):,.3f} ms of "
+            f"waiting, {100 * share:.0f}% of all the waiting in the job's collectives and "
+            f"{100 * caused / busy:.0f}% of their collective time{said_steps}"
         ),
         action=_look_at(late.rank, job),
         numbers={
             "rank": late.rank,
-            "last_arrivals": late.last_arrivals,
-            "matched": cross.matched,
-            "others_wait_pct": round(100 * wait / busy, 1),
+            "caused_wait_ms": ms(caused),
+            "caused_share_pct": round(100 * share, 1),
+            "others_wait_for_it_pct": round(100 * caused / busy, 1),
             **steps,
-            **({"median_step_skew_ms": ms(skew)} if skew else {}),
         },
     )
 
 
 def _steps_of(rec: Recurrence | None, rank: int) -> tuple[dict[str, int | str], str]:
-    """The steps in which `rank` is the one waited for, in numbers and words (none without
-    steps that had a straggler)."""
+    """The steps in which `rank` is the one waited for (the step's costliest late rank), in
+    numbers and words (none without steps that had a straggler). Whether it recurs is said of
+    this rank alone: where another rank is waited for in more steps, that is said instead."""
     if rec is None or not rec.judged:
         return {}, ""
     steps = sum(1 for s in rec.steps if s.rank == rank)
     numbers: dict[str, int | str] = {
         "steps_waited_for": steps,
         "steps_with_a_straggler": rec.judged,
-        "recurrence": rec.verdict,
     }
-    said = (
-        f"; it is the rank waited for in {steps} of {rec.judged} steps with a straggler, "
-        f"{_verdict(rec)}"
-    )
-    return numbers, said
+    said = f"; it is the rank waited for longest in {steps} of {rec.judged} steps with a straggler"
+    if rec.rank is not None and rec.rank != rank and rec.count > steps:
+        numbers["most_steps_rank"] = rec.rank
+        return numbers, f"{said} (rank {rec.rank} in more: {rec.count}, each costing less)"
+    numbers["recurrence"] = rec.verdict
+    return numbers, f"{said}, {_verdict(rec)}"
 
 
 def _verdict(rec: Recurrence) -> str:

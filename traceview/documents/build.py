@@ -292,6 +292,7 @@ def alignment(a: RankAlignment, host: str | None) -> d.Alignment:
         wait_us=float(a.wait_ns) / 1000,
         transfer_us=float(a.transfer_ns) / 1000,
         last_arrivals=a.last_arrivals,
+        caused_wait_us=a.caused_wait_ns / 1000,
     )
 
 

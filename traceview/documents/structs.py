@@ -263,7 +263,8 @@ class Alignment(Struct, kw_only=True):
     residual_us: Us
     wait_us: Us
     transfer_us: Us
-    last_arrivals: int
+    last_arrivals: int  # matched collectives it arrived at last
+    caused_wait_us: Us = 0.0  # the others' wait at those: what its lateness cost them
 
 
 class StepSkew(Struct, kw_only=True):
@@ -271,7 +272,7 @@ class StepSkew(Struct, kw_only=True):
     shortest_us: Us
     longest_us: Us
     skew_us: Us
-    slowest_rank: int
+    slowest_rank: int  # the rank whose step was longest (not the straggler: see Alignment)
 
 
 class StepStraggler(Struct, kw_only=True):
@@ -331,7 +332,7 @@ class JobRanks(JobHead, kw_only=True):
     matched_collectives: int
     rejected_matches: int
     unmatched_calls: int
-    straggler: int | None
+    straggler: int | None  # the rank whose late arrivals cost the others the most waiting
     per_rank: list[Alignment]
     step_skew: list[StepSkew]
     stragglers: Stragglers | None = None  # aligned jobs only

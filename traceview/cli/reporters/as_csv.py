@@ -66,6 +66,7 @@ RANK_COLUMNS = {
     "wait_us": pl.Float64,
     "transfer_us": pl.Float64,
     "last_arrivals": pl.Int64,
+    "caused_wait_us": pl.Float64,
     "straggler": pl.Boolean,
     "steps_waited_for": pl.Int64,
     "desync_signs": pl.Int64,

@@ -253,7 +253,7 @@ def ranks(runs: Runs) -> str:
             lines.append(f"  note: {job.reason}")
         rows = [
             ["rank", "host", "clock offset µs", "residual µs", "wait ms", "transfer ms",
-             "arrived last"]
+             "arrived last", "others' wait for it ms"]
         ]  # fmt: skip
         for a in job.per_rank:
             rows.append(
@@ -265,14 +265,17 @@ def ranks(runs: Runs) -> str:
                     f"{a.wait_us / 1e3:,.3f}",
                     f"{a.transfer_us / 1e3:,.3f}",
                     f"{a.last_arrivals} of {job.matched_collectives}",
+                    f"{a.caused_wait_us / 1e3:,.3f}",
                 ]
             )
         lines += aligned(rows)
         straggler = next((a for a in job.per_rank if a.rank == job.straggler), None)
         if straggler is not None:
+            waited = sum(a.wait_us for a in job.per_rank)
             lines.append(
-                f"  straggler: rank {straggler.rank} (arrived last at {straggler.last_arrivals} "
-                f"of {job.matched_collectives} collectives)"
+                f"  straggler: rank {straggler.rank} (its late arrivals cost the others "
+                f"{straggler.caused_wait_us / 1e3:,.3f} ms of waiting, "
+                f"{100 * straggler.caused_wait_us / waited:.0f}% of all their waiting)"
             )
         lines += straggler_lines(job.stragglers)
         lines += skew_lines(job)

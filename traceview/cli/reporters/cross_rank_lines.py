@@ -50,6 +50,6 @@ def desync_lines(found: d.Desync | None) -> list[str]:
 def skew_lines(job: d.JobRanks) -> list[str]:
     return [
         f"  step {s.step}: {s.shortest_us / 1e3:,.3f}–{s.longest_us / 1e3:,.3f} ms "
-        f"across ranks (skew {s.skew_us / 1e3:,.3f} ms, slowest rank {s.slowest_rank})"
+        f"across ranks (skew {s.skew_us / 1e3:,.3f} ms, longest on rank {s.slowest_rank})"
         for s in job.step_skew
     ]
