@@ -38,6 +38,18 @@ def cpu_op(name: str, ts: float, dur: float, tid: int = 1, **args: Any) -> Event
     }
 
 
+def gradient_ready(ts: float, shape: list[int], dtype: str = "float", tid: int = 1) -> Event:
+    """The op that makes one parameter's gradient ready in backward, with its shape as
+    record_shapes=True records it."""
+    return cpu_op(
+        "torch::autograd::AccumulateGrad",
+        ts,
+        5,
+        tid,
+        **{"Input Dims": [shape], "Input type": [dtype]},
+    )
+
+
 def span(name: str, ts: float, dur: float, tid: int, **args: Any) -> Event:
     return {
         "ph": "X",

@@ -12,6 +12,7 @@ from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.buckets import BackwardTail, backward_tails
 from traceview.analysis.call_totals import CollectiveSummary, summaries_by_part
 from traceview.analysis.calls import collective_calls
+from traceview.analysis.gradients import GradientStep, gradient_steps
 from traceview.analysis.idle import IdleWhere, idle_where
 from traceview.analysis.stack import Stack
 from traceview.analysis.truncation import partial_steps
@@ -59,6 +60,8 @@ class RankReport(msgspec.Struct, frozen=True, kw_only=True):
     wrappers: tuple[str, ...] = ()
     idle_where: tuple[IdleWhere, ...] = ()  # GPU steps: where their idle time sits
     devices: tuple[str, ...] = ()  # the GPUs the trace lists (deviceProperties names)
+    # Per step, the gradients its backward pass made ready (AccumulateGrad ops)
+    gradients: tuple[GradientStep, ...] = ()
 
     @property
     def recorded_strategy(self) -> str | None:
@@ -164,6 +167,7 @@ def _report(
         wrappers=timeline.wrappers,
         idle_where=tuple(measured.idle[p]),
         devices=meta.devices,
+        gradients=tuple(gradient_steps(timeline.gradients)),
     )
 
 

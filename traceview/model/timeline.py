@@ -18,6 +18,7 @@ from traceview.model.gpu import (
     has_gpu_activity,
     launches_of,
 )
+from traceview.model.gradients import GRADIENTS_SCHEMA, gradient_rows
 from traceview.model.notes import timeline_notes
 from traceview.model.steps import step_spans
 from traceview.parse import Trace
@@ -26,6 +27,7 @@ from traceview.parse.names import (
     COMM_CALL,
     FSDP_BACKWARD_HOOK,
     FSDP_SPAN,
+    GRADIENT_READY,
     PROFILER_STEP,
     WRAPPER_SPANS,
     named,
@@ -48,6 +50,10 @@ class Timeline(msgspec.Struct, frozen=True, kw_only=True):
     comm_measured: bool = True
     # The data-parallel wrappers whose record functions the trace holds (WRAPPER_SPANS' keys).
     wrappers: tuple[str, ...] = ()
+    # Each gradient made ready, in order (model/gradients.py GRADIENTS_SCHEMA).
+    gradients: pl.DataFrame = msgspec.field(
+        default_factory=lambda: pl.DataFrame(schema=GRADIENTS_SCHEMA)
+    )
 
 
 def model_rows(trace: Trace) -> Trace:
@@ -61,7 +67,7 @@ def model_rows(trace: Trace) -> Trace:
     if not has_gpu_activity(trace):
         return msgspec.structs.replace(trace, events=_cpu_model_rows(events))
     device = pl.col("cat").is_in(DEVICE_CATS)
-    spans = (PROFILER_STEP, AUTOGRAD_OP, FSDP_BACKWARD_HOOK, FSDP_SPAN, COMM_CALL)
+    spans = (PROFILER_STEP, AUTOGRAD_OP, FSDP_BACKWARD_HOOK, FSDP_SPAN, COMM_CALL, GRADIENT_READY)
     spans_read = (*spans, *WRAPPER_SPANS.values())
     context = named(events, "|".join(spans_read))
     launches = launches_of(events.filter(device))
@@ -116,9 +122,11 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
     out = []
     n = len(batch.traces)
     events, found = event_facts(batch.events, n), interval_facts(intervals, n)
-    for trace, rows, steps, said, counted in zip(
-        batch.traces, parts_of(intervals, n), parts_of(spans, n), events, found, strict=True
-    ):
+    gradients = parts_of(gradient_rows(batch.events, batch.comm_args, spans), n)
+    for trace, rows, steps, said, counted, grads in zip(
+        batch.traces, parts_of(intervals, n), parts_of(spans, n), events, found, gradients,
+        strict=True,
+    ):  # fmt: skip
         comm_measured = mode == "gpu" or not said.launches_gpu_work
         out.append(
             Timeline(
@@ -129,6 +137,7 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
                 notes=tuple(timeline_notes(trace, mode, steps, rows, comm_measured, said, counted)),
                 comm_measured=comm_measured,
                 wrappers=said.wrappers,
+                gradients=grads,
             )
         )
     return out

@@ -21,7 +21,7 @@ from traceview.parse.categories import CATEGORY, category
 from traceview.parse.events import THREAD_NAME, CompleteEvent, MetadataEvent
 from traceview.parse.fast import COLUMNS as SCANNED
 from traceview.parse.fast import NONE, ScannedBatch
-from traceview.parse.names import KEEPS_COMM_ARGS
+from traceview.parse.names import KEEPS_ARGS
 from traceview.parse.readers import INT64_MAX, READERS, raw_texts, whole
 
 # A batch of complete events, as either path of the parser hands it on: times in integer
@@ -111,7 +111,7 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
         cat=category(pl.col("cat"), cats),
         **{c: c for c in ("pid", "tid", *EVENT_ARGS_SCHEMA)},
     )
-    comm_names = [n for n in set(names) if KEEPS_COMM_ARGS.match(n)]
+    comm_names = [n for n in set(names) if KEEPS_ARGS.match(n)]
     picked: pl.Series | list[int] = frame["name"].is_in(comm_names).arg_true() if comm_names else []
     comm = [(first_row + i, a) for i in picked if (a := args[i]) is not None]
     return frame, comm_frame(comm)

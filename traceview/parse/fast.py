@@ -34,7 +34,7 @@ from traceview.parse.events import (
     THREAD_NAME,
     MetadataEvent,
 )
-from traceview.parse.names import KEEPS_COMM_ARGS
+from traceview.parse.names import KEEPS_ARGS
 from traceview.parse.readers import READERS
 
 _scan: ModuleType | None
@@ -213,7 +213,7 @@ class Scanner:
 
     def _learn(self, names: list[str], categories: list[str]) -> None:
         if names:  # appended, not rebuilt: a trace of many steps learns a name per step
-            keeps = [KEEPS_COMM_ARGS.match(n) is not None for n in names]
+            keeps = [KEEPS_ARGS.match(n) is not None for n in names]
             self._keeps = np.concatenate([self._keeps, np.array(keeps, dtype=bool)])
             self._scanner.keep_args(self._keeps.tobytes())
             self._name_series = pl.concat(

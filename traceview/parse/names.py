@@ -3,7 +3,7 @@ once: the parser keeps the args of the events these rules call communication, an
 classifies events by them.
 
 Patterns use the regex syntax of polars (Rust's: no look-around), and run over the columns;
-the few that Python also runs (KEEPS_COMM_ARGS) are plain enough for both.
+the few that Python also runs (KEEPS_ARGS) are plain enough for both.
 """
 
 from __future__ import annotations
@@ -40,9 +40,13 @@ GLOO_SPAN = rf"^{re.escape(GLOO_PREFIX)}"
 COMM_CALL = rf"^(?:{_either(CALL_PREFIXES)}|(?:{_either(CALL_NAMES)})$)"
 # The CPU spans of NCCL/RCCL collectives: a trace that has them launched GPU communication.
 GPU_COLLECTIVE_SPAN = rf"^(?:{_either(tuple(f'{lib}:' for lib in LIBRARIES))})"
-# Events whose args describe a collective: the parser keeps those args (and only those: shapes
-# are large). COMM_KERNEL's (?i) leads, so the whole pattern ignores case.
-KEEPS_COMM_ARGS = re.compile(f"{COMM_KERNEL}|{GLOO_SPAN}|{COMM_CALL}")
+# A gradient made ready by the backward pass: one op per parameter with a gradient, its
+# `Input Dims` the gradient's shape (record_shapes=True). DDP buckets a gradient when it is ready.
+GRADIENT_READY = r"^torch::autograd::AccumulateGrad$"
+# Events whose args the parser keeps (and only those: shapes are large): those describing a
+# collective, and the gradients made ready (their sizes: model/gradients.py). COMM_KERNEL's
+# (?i) leads, so the whole pattern ignores case.
+KEEPS_ARGS = re.compile(f"{COMM_KERNEL}|{GLOO_SPAN}|{COMM_CALL}|{GRADIENT_READY}")
 # Kernel names that may be communication a trace's own collectives library runs (custom
 # all-to-all for expert parallelism, NVSHMEM, MSCCL++, ...): offered to --comm-pattern.
 MAYBE_COMM_KERNEL = (
