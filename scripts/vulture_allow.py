@@ -25,3 +25,5 @@ _.inter_op_threads
 _.traceview_version  # a partition's summary
 # Spawned workers: the main module is made to look like no file (loader/workers.py).
 _.__spec__
+# PerRankStep's parts, read by name (getattr) in analysis/scaling_findings.py.
+_.exposed_comm

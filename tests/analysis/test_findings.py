@@ -98,11 +98,13 @@ def sized_calls(sizes_kb: list[int], alpha_us: float) -> list[tb.Event]:
 def test_buckets_below_the_size_that_reaches_90_percent_of_the_bandwidth(tmp_path):
     # α = 10 µs, 1 GB/s: α costs 10 % from 9 × 10 µs × 1 GB/s = 90 KB; median 30 KB; a step
     # sends 10 + 20 + 40 + 80 = 150 KB, more than 90 KB: bucket_cap_mb 0.09 MB = 0.0858 MiB.
+    # Every size in MiB, bucket_cap_mb's unit, in the words and the numbers alike.
     folder = job(tmp_path, {0: sized_calls([10, 20, 40, 80], alpha_us=10)})
     (found,) = [f for f in traceview.load(folder).findings if f.rule == "small_buckets"]
-    assert found.numbers["median_mb"] == 0.03
-    assert found.numbers["size_for_90pct_mb"] == pytest.approx(0.09, abs=1e-3)
-    assert found.numbers["suggested_mb"] == pytest.approx(0.09, abs=1e-3)
+    assert found.numbers["median_mib"] == round(30_000 / 2**20, 3)  # 0.029
+    assert found.numbers["size_for_90pct_mib"] == pytest.approx(0.0858, abs=1e-3)
+    assert found.numbers["suggested_mib"] == pytest.approx(0.0858, abs=1e-3)
+    assert "a median of 0.0286 MiB; 0.0858 MiB or more" in found.what
     assert found.numbers["bandwidth_gbps"] == pytest.approx(1.0, abs=1e-3)
     assert found.numbers["alpha_us"] == pytest.approx(10, abs=0.1)
     assert found.numbers["size_clusters"] == 4 and found.numbers["fitted_on"] == "duration"
@@ -113,8 +115,8 @@ def test_bucket_advice_stops_at_one_bucket_for_the_step(tmp_path):
     # α = 50 µs: 90 % from 450 KB, three times the 150 KB a step sends: one bucket of 150 KB.
     folder = job(tmp_path, {0: sized_calls([10, 20, 40, 80], alpha_us=50)})
     (found,) = [f for f in traceview.load(folder).findings if f.rule == "small_buckets"]
-    assert found.numbers["size_for_90pct_mb"] == pytest.approx(0.45, abs=1e-3)
-    assert found.numbers["suggested_mb"] == pytest.approx(0.15, abs=1e-3)
+    assert found.numbers["size_for_90pct_mib"] == pytest.approx(0.45e6 / 2**20, abs=1e-3)
+    assert found.numbers["suggested_mib"] == pytest.approx(0.15e6 / 2**20, abs=1e-3)
     assert found.action == (
         "larger buckets: bucket_cap_mb of about 0.143 or more — one for all of a step's "
         "gradients, which leaves nothing to overlap"
@@ -178,9 +180,14 @@ def test_one_rank_arriving_last(tmp_path):
     ranks = {r: collectives_at([350, 350] if r < 3 else [420, 420]) for r in range(4)}
     (found,) = traceview.load(job(tmp_path, ranks)).findings
     assert found.rule == "straggler"
-    assert found.numbers["rank"] == 3
-    assert (found.numbers["last_arrivals"], found.numbers["matched"]) == (2, 2)
-    assert found.numbers["others_wait_pct"] == 70.0
+    # Its lateness costs the other three 2 × 3 × 70 = 420 µs, all the waiting there is, and
+    # 420 of their 600 µs in collectives.
+    assert found.numbers == {
+        "rank": 3, "caused_wait_ms": 0.42, "caused_share_pct": 100.0,
+        "others_wait_for_it_pct": 70.0,
+        # One step: too few to tell whether it recurs.
+        "steps_waited_for": 1, "steps_with_a_straggler": 1, "recurrence": "too few steps",
+    }  # fmt: skip
 
 
 def test_no_straggler_when_ranks_take_turns_arriving_last(tmp_path):

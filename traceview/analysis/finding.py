@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
     # backward_tail, small_buckets, unhidden_gathers, desync, straggler, rotating_stragglers,
-    # slow_link, gpu_idle, noisy_steps, memory_fit
+    # slow_link, gpu_idle, waiting, noisy_steps, memory_fit
     rule: str
     job: str
     what: str  # what the numbers show
@@ -22,6 +22,21 @@ class Finding(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def text(self) -> str:
         return f"{self.what} → {self.action}"
+
+
+# Exposed communication matters from this share of the ranks' step time.
+MATERIAL_SHARE = 0.05
+
+
+def window_ns(job: JobReport) -> int:
+    """The ranks' time in profiler steps (whole traces where there are no steps)."""
+    total = 0
+    for r in job.ranks:
+        if r.steps:
+            total += sum(s.breakdown.window_ns for s in r.steps)
+        elif r.total is not None:
+            total += r.total.window_ns
+    return total
 
 
 def ms(ns: float) -> float:

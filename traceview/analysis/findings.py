@@ -7,17 +7,17 @@ from __future__ import annotations
 import msgspec
 import polars as pl
 
-from traceview.analysis.buckets import GRADIENT_COLLECTIVES
-from traceview.analysis.finding import Finding, ms, traced_of
-from traceview.analysis.fits import megabytes
+from traceview.analysis.bucket_findings import (
+    WAITING_SHARE,
+    backward_tail,
+    small_buckets,
+    waiting,
+    waiting_share,
+)
+from traceview.analysis.finding import MATERIAL_SHARE, Finding, ms, traced_of, window_ns
 from traceview.analysis.job import JobReport
 from traceview.analysis.straggler_findings import rotating_stragglers, straggler
-from traceview.strategies import STRATEGIES
 
-# Exposed communication matters from this share of the ranks' step time.
-MATERIAL_SHARE = 0.05
-# The backward tail: this share of the exposed gradient communication ends after backward.
-TAIL_SHARE = 0.5
 # ZeRO-3: all-gathers count as not overlapped when this share of their time is exposed.
 GATHER_EXPOSED_SHARE = 0.5
 # Messages this large reach most of a healthy link's bandwidth (nccl-tests' busbw flattens out
@@ -29,146 +29,6 @@ IDLE_SHARE = 0.30
 NO_FINDINGS = "no findings: no rule found anything to change (docs/findings.md)"
 
 
-def _window_ns(job: JobReport) -> int:
-    """The ranks' time in profiler steps (whole traces where there are no steps)."""
-    total = 0
-    for r in job.ranks:
-        if r.steps:
-            total += sum(s.breakdown.window_ns for s in r.steps)
-        elif r.total is not None:
-            total += r.total.window_ns
-    return total
-
-
-def backward_tail(job: JobReport, name: str, strategy: str | None = None) -> Finding | None:
-    """Exposed gradient communication that runs after the backward pass's compute ended: the
-    last buckets (or FSDP units) are launched too late to hide behind anything."""
-    late = _gradient_exposure(job)
-    exposed = int(late["exposed"].sum())
-    tail = int(late.filter("late")["exposed"].sum())
-    window = _window_ns(job)
-    if not window or exposed < MATERIAL_SHARE * window or tail < TAIL_SHARE * exposed:
-        return None
-    steps = sum(len(r.backward_tails) for r in job.ranks)
-    by_module = (
-        late.filter(pl.col("late") & pl.col("module").is_not_null())
-        .group_by("module")
-        .agg(pl.col("exposed").sum())
-        .sort("exposed", "module", descending=[True, False])
-    )
-    last = by_module["module"][0] if by_module.height else None
-    return Finding(
-        rule="backward_tail",
-        job=name,
-        what=(
-            f"{100 * tail / exposed:.0f}% of the exposed gradient communication runs after the "
-            f"backward pass ends ({ms(tail / steps):,.1f} ms per rank and step, "
-            f"{100 * tail / window:.0f}% of the step time)"
-            + (f", most of it FSDP unit {last}'s" if last else "")
-        ),
-        action=_earlier_gradients(strategy, last),
-        numbers={
-            "tail_exposed_ms_per_step": ms(tail / steps),
-            "tail_share_pct": round(100 * tail / exposed, 1),
-            "step_time_share_pct": round(100 * tail / window, 1),
-            **({"last_unit": last} if last else {}),
-        },
-    )
-
-
-def _gradient_exposure(job: JobReport) -> pl.DataFrame:
-    """exposed, late, module: each gradient collective of a step whose backward end is known,
-    its share of the exposed time (concurrent calls counted once) and whether it ended after
-    the backward pass's compute — all ranks in one frame (a frame per rank costs seconds at
-    1,024 ranks)."""
-    ends, calls = [], []
-    for at, r in enumerate(job.ranks):
-        if r.backward_tails and r.calls.height:
-            ends += [(at, t.step, t.backward_end_ns) for t in r.backward_tails]
-            calls.append(r.calls.select("step", "end_ns", "exposed_share_ns", "module",
-                                        "backward", "collective", at=pl.lit(at)))  # fmt: skip
-    schema = {"exposed": pl.Int64, "late": pl.Boolean, "module": pl.String}
-    if not calls:
-        return pl.DataFrame(schema=schema)
-    backward = pl.DataFrame(ends, schema=["at", "step", "backward_end_ns"], orient="row")
-    grads = pl.concat(calls).filter(
-        pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES)
-    )
-    joined = grads.join(backward.cast({"at": pl.Int32}), on=["at", "step"])
-    return joined.select(
-        exposed=pl.col("exposed_share_ns").fill_null(0),
-        late=pl.col("end_ns") > pl.col("backward_end_ns"),
-        module=pl.col("module").cast(pl.String),
-    ).cast(schema)  # type: ignore[arg-type]
-
-
-def _earlier_gradients(strategy: str | None, unit: str | None) -> str:
-    """How a run's last gradient communication leaves earlier: DDP's buckets, or FSDP's units."""
-    spec = STRATEGIES.get(strategy or "")
-    if unit is not None or (spec is not None and not spec.ddp_buckets):
-        which = f"unit {unit}" if unit else "the last unit"
-        return (
-            f"FSDP reduces {which}'s gradients only once all of them are ready: give its large "
-            "parameters (embeddings, the output layer) fully_shard units of their own, so less "
-            "is left to reduce after the last gradient is computed"
-        )
-    return (
-        "the last gradient buckets start too late to hide: make them smaller "
-        "(a lower bucket_cap_mb) so they leave while backward still computes"
-    )
-
-
-def small_buckets(job: JobReport, name: str, strategy: str | None = None) -> Finding | None:
-    """Gradient messages below the size at which the fitted α costs 10 % of the time (only
-    from fits trusted to size anything: see analysis/fits.py)."""
-    for fit in job.fits:
-        if fit.collective not in GRADIENT_COLLECTIVES or not fit.trusted:
-            continue
-        target, median = fit.size_for_90pct_bytes, fit.median_bytes
-        if target is None or median is None or median >= target:
-            continue
-        suggest = fit.step_bytes if fit.one_bucket and fit.step_bytes else target
-        return Finding(
-            rule="small_buckets",
-            job=name,
-            what=(
-                f"{fit.collective} messages have a median of {megabytes(median)}; "
-                f"{megabytes(target)} or more reach 90% of the fitted bandwidth "
-                f"({fit.bandwidth_gbps or 0:,.2f} GB/s, α {fit.alpha_us or 0:,.0f} µs; "
-                f"confidence {fit.confidence}: {fit.why}; on {fit.on} times)"
-            ),
-            action=_larger_messages(strategy, suggest, fit.one_bucket),
-            numbers={
-                "median_mb": round(median / 1e6, 3),
-                "size_for_90pct_mb": round(target / 1e6, 3),
-                "suggested_mb": round(suggest / 1e6, 3),
-                "bandwidth_gbps": round(fit.bandwidth_gbps or 0, 3),
-                "alpha_us": round(fit.alpha_us or 0, 1),
-                "confidence": fit.confidence,
-                "size_clusters": fit.size_clusters,
-                "fitted_on": fit.on,
-            },
-        )
-    return None
-
-
-def _larger_messages(strategy: str | None, size: float, one_bucket: bool) -> str:
-    """How a run makes its gradient messages larger: DDP's buckets, or FSDP's units; at most
-    one message per step (what a step sends in all)."""
-    spec = STRATEGIES.get(strategy or "")
-    whole = (
-        " — one for all of a step's gradients, which leaves nothing to overlap"
-        if one_bucket
-        else ""
-    )
-    if spec is not None and not spec.ddp_buckets:
-        return (
-            f"larger messages: fewer, larger FSDP units (fully_shard over bigger modules), "
-            f"about {size / 2**20:,.3g} MiB each or more{whole}"
-        )
-    return f"larger buckets: bucket_cap_mb of about {size / 2**20:,.3g} or more{whole}"
-
-
 def unhidden_gathers(job: JobReport, name: str, strategy: str | None) -> Finding | None:
     """ZeRO-3's parameter all-gathers waited for instead of prefetched."""
     if strategy != "zero3":
@@ -178,7 +38,7 @@ def unhidden_gathers(job: JobReport, name: str, strategy: str | None) -> Finding
     exposed = int(gathers["exposed_ns"].sum() or 0)  # per call, as their durations are
     # Of the step time: concurrent gathers counted once.
     alone = int(gathers["exposed_share_ns"].sum() or 0)
-    window = _window_ns(job)
+    window = window_ns(job)
     if not total or not window:
         return None
     if exposed < GATHER_EXPOSED_SHARE * total or alone < MATERIAL_SHARE * window:
@@ -343,17 +203,41 @@ def slow_link(job: JobReport, name: str) -> Finding | None:
 _BY_STRATEGY = ("backward_tail", "small_buckets", "unhidden_gathers")
 
 
+def _bucket_findings(
+    job: JobReport, name: str, strategy: str | None, late: Finding | None
+) -> list[Finding | None]:
+    """The bucket rules, which rest on transfer time: withheld where waiting for late ranks is
+    most of the gradient collectives' time (then the late ranks are the finding), and never
+    both (one says smaller buckets, the other larger: the tail, measured, is said)."""
+    share = waiting_share(job)
+    if share is not None and share >= WAITING_SHARE:
+        return [] if late is not None else [waiting(job, name, share)]
+    small = small_buckets(job, name, strategy)
+    tail = backward_tail(job, name, strategy, small)
+    return [tail] if tail is not None else [small]
+
+
 def job_findings(job: JobReport, name: str) -> list[Finding]:
     """Every rule's finding. Each says what it rests on where a reader could not tell: advice
     that rests on an inferred strategy names it; a job with fewer traces than ranks says so."""
     of = job.strategy_of
-    found = [
-        backward_tail(job, name, of.name),
-        small_buckets(job, name, of.name),
+    late = straggler(job, name)
+    turns = None if late else rotating_stragglers(job, name)
+    share = waiting_share(job)
+    if share is not None and share >= WAITING_SHARE and (late or turns):
+        # The bucket rules are withheld (_bucket_findings): the late ranks' finding says so.
+        withheld = (
+            f"; until they arrive together, bucket advice is withheld: {100 * share:.0f}% of "
+            "the gradient collectives' time is waiting, not transfer"
+        )
+        late = late and msgspec.structs.replace(late, action=late.action + withheld)
+        turns = turns and msgspec.structs.replace(turns, action=turns.action + withheld)
+    found: list[Finding | None] = [*_bucket_findings(job, name, of.name, late or turns)]
+    found += [
         unhidden_gathers(job, name, of.name),
         desync(job, name),
-        late := straggler(job, name),
-        None if late else rotating_stragglers(job, name),
+        late,
+        turns,
         slow_link(job, name),
         gpu_idle(job, name),
     ]

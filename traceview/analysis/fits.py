@@ -60,14 +60,14 @@ class AlphaBetaFit(msgspec.Struct, frozen=True, kw_only=True):
             return f"no recommendation ({self.why}){self._basis}"
         target = self.size_for_90pct_bytes
         unit = "buckets" if self.collective in GRADIENT_COLLECTIVES else "messages"
-        text = f"messages of {megabytes(target)} or more reach 90% of the fitted bandwidth"
+        text = f"messages of {mebibytes(target)} or more reach 90% of the fitted bandwidth"
         if self.one_bucket and self.step_bytes is not None:
             text += (
-                f"; a step sends only {megabytes(self.step_bytes)} of {self.collective}: "
+                f"; a step sends only {mebibytes(self.step_bytes)} of {self.collective}: "
                 f"one bucket of all of it is as large as they get"
             )
         elif self.median_bytes is not None:
-            median = f"; the median is {megabytes(self.median_bytes)}"
+            median = f"; the median is {mebibytes(self.median_bytes)}"
             if self.median_bytes < target:
                 text += f"{median}: larger {unit} would help"
             else:
@@ -84,10 +84,11 @@ class AlphaBetaFit(msgspec.Struct, frozen=True, kw_only=True):
         return ""
 
 
-def megabytes(size: float) -> str:
-    """A message size in MB, with the digits that matter at its scale."""
-    mb = size / 1e6
-    return f"{mb:,.0f} MB" if mb >= 100 else f"{mb:.1f} MB" if mb >= 1 else f"{mb:.3g} MB"
+def mebibytes(size: float) -> str:
+    """A message size in MiB (the unit of DDP's bucket_cap_mb, which every piece of advice on
+    sizes is in), with the digits that matter at its scale."""
+    mib = size / 2**20
+    return f"{mib:,.0f} MiB" if mib >= 100 else f"{mib:.1f} MiB" if mib >= 1 else f"{mib:.3g} MiB"
 
 
 def size_clusters(sizes: np.ndarray) -> int:
