@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import traceview
-from traceview.analysis.theory import comm_theory
+from traceview.analysis.theory import CommTheory, comm_theory
 from traceview.parse.run_record import RunFlags
 
 PSI = 1000
@@ -69,7 +69,13 @@ def test_communication_in_psi_elements_as_the_zero_paper_has_it():
 def test_one_rank_exchanges_nothing_and_unknowns_stay_unknown():
     for s in ("ddp", "zero1", "zero2", "zero3"):
         assert (comm_theory(s, 1).volume_psi, comm_theory(s, 1).traffic_psi) == (0, 0)
-        assert comm_theory(s, 1, as_run=True) is None
+    # As run, DDP still all-reduces its buckets on a group of one (Ψ of buffers, nothing on
+    # the wire), and ZeroRedundancyOptimizer broadcasts each parameter after it (2Ψ); FSDP2
+    # runs no collective on one rank.
+    assert comm_theory("ddp", 1, as_run=True) == CommTheory(volume_psi=1.0, traffic_psi=0.0)
+    assert comm_theory("zero1", 1, as_run=True) == CommTheory(volume_psi=2.0, traffic_psi=0.0)
+    assert comm_theory("zero2", 1, as_run=True) is None
+    assert comm_theory("zero3", 1, as_run=True) is None
     assert comm_theory("unknown", 8) is None and comm_theory("ddp", None) is None
     assert traceview.model_state_bytes("pipeline", PSI, 8) is None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from traceview.analysis.fingerprint import fingerprint
 from traceview.analysis.job import JobReport
 from traceview.analysis.scaling import step_times, threads_per_rank
 from traceview.analysis.whatif import calibrate
@@ -61,7 +62,7 @@ def _bases(jobs: list[JobReport]) -> list[_Basis]:
     whether it can: not on runs whose step times are noise, nor on runs of different threads
     per rank (their E(N) is not computed either)."""
     out = []
-    for strategy, mine in _by_strategy(jobs).items():
+    for (strategy, _), mine in _by_model(jobs).items():
         base = next((j for j in mine if j.run and j.run.world_size == 1), None)
         larger = [j for j in mine if j.run and j.run.world_size > 1]
         if base is None or step_times(base) is None or not larger:
@@ -126,7 +127,7 @@ def checked_predictions(jobs: list[JobReport]) -> list[CheckedPrediction]:
     largest run below it and the DP-1 run (neither noisy, like for like), beside its measured
     step time. Runs whose step times are noise are not checked."""
     out = []
-    for strategy, mine in _by_strategy(jobs).items():
+    for (strategy, _), mine in _by_model(jobs).items():
         base = next((j for j in mine if j.run and j.run.world_size == 1), None)
         base_times = step_times(base) if base is not None else None
         if base is None or base_times is None:
@@ -164,9 +165,11 @@ def checked_predictions(jobs: list[JobReport]) -> list[CheckedPrediction]:
     return out
 
 
-def _by_strategy(jobs: list[JobReport]) -> dict[str, list[JobReport]]:
-    by_strategy: dict[str, list[JobReport]] = {}
+def _by_model(jobs: list[JobReport]) -> dict[tuple[str, tuple[object, ...]], list[JobReport]]:
+    """The runs with a run record by strategy and model (analysis/fingerprint.py): a run is
+    predicted from runs of its own model only."""
+    out: dict[tuple[str, tuple[object, ...]], list[JobReport]] = {}
     for job in jobs:
         if job.run is not None:
-            by_strategy.setdefault(job.run.strategy, []).append(job)
-    return by_strategy
+            out.setdefault((job.run.strategy, fingerprint(job).key), []).append(job)
+    return out

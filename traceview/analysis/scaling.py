@@ -11,6 +11,7 @@ import polars as pl
 
 from traceview.analysis import theory
 from traceview.analysis.calls import traffic_factor
+from traceview.analysis.fingerprint import Fingerprint, fingerprint
 from traceview.analysis.job import JobReport
 from traceview.analysis.strategy_of import Source, StrategyOf
 from traceview.parse.run_record import RunRecord
@@ -78,6 +79,8 @@ class ScalingRow(msgspec.Struct, frozen=True, kw_only=True):
     model_state_theory_bytes: int | None  # the textbook ZeRO formula, the run's precision
     model_state_layout_bytes: int | None  # what the harness holds, where it differs
     caveats: tuple[str, ...] = ()
+    # Which model the run trained (analysis/fingerprint.py): E(N) sets runs of one model only.
+    model: Fingerprint | None = None
 
     @property
     def strategy_said(self) -> str:
@@ -229,10 +232,16 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
         median = times.median_s if times and times.median_s > 0 else None
         states = [sum(r.model_state_bytes.values()) for r in run.ranks] if run else []
         precision, textbook, layout = _memory(run, dp)
-        measured = exchanged(job, run.num_params if run else None, dp)
+        model = fingerprint(job)
+        measured = exchanged(job, model.params, dp)
         paper = theory.comm_theory(strategy, dp)
         as_run = theory.comm_theory(strategy, dp, as_run=True)
         caveats = [*_losses(job), *([measured.caveat] if measured.caveat else [])]
+        if model.params_from == "traces" and measured.volume_psi is not None:
+            caveats.append(
+                f"Ψ = {model.params:,} from the traces: the gradients one backward pass makes "
+                "ready (no run record)"
+            )
         if times is not None and times.noisy:
             caveats.append(
                 f"noisy: step times vary {times.spread:.{2 if times.spread < 2 else 1}f}× "
@@ -267,6 +276,7 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
                 model_state_theory_bytes=textbook,
                 model_state_layout_bytes=layout,
                 caveats=tuple(caveats),
+                model=model,
             )
         )
     return _with_efficiency(rows)
@@ -277,6 +287,10 @@ def threads_per_rank(run: RunRecord | None) -> int | None:
     record does not say."""
     said = {r.intra_op_threads for r in run.ranks} if run else set()
     return said.pop() if len(said) == 1 else None
+
+
+def _same_model(a: ScalingRow, b: ScalingRow) -> bool:
+    return a.model is None or b.model is None or a.model.same_model(b.model)
 
 
 def _unlike(base: ScalingRow, row: ScalingRow) -> str | None:
@@ -297,9 +311,15 @@ def _with_efficiency(rows: list[ScalingRow]) -> list[ScalingRow]:
     said beside the figure."""
     out = []
     for row in rows:
-        base = next((r for r in rows if r.strategy == row.strategy and r.dp == 1), None)
+        ones = [r for r in rows if r.strategy == row.strategy and r.dp == 1]
+        base = next((r for r in ones if _same_model(r, row)), None)
         eff = None
         caveats = list(row.caveats)
+        if base is None and ones and row.model is not None and ones[0].model is not None:
+            caveats.append(
+                f"no E(N): the {row.strategy} DP-1 run among the inputs is of another model "
+                f"({ones[0].model.said}; this run: {row.model.said})"
+            )
         unlike = _unlike(base, row) if base is not None else None
         if unlike is not None:
             caveats.append(unlike)
@@ -320,4 +340,13 @@ def _with_efficiency(rows: list[ScalingRow]) -> list[ScalingRow]:
                     "on a quiet machine)"
                 )
         out.append(msgspec.structs.replace(row, efficiency=eff, caveats=tuple(caveats)))
-    return sorted(out, key=lambda r: (r.strategy, r.dp or 0))
+    # Each strategy's runs of one model together, the models in the order first met.
+    models: list[ScalingRow] = []
+    for row in out:
+        if not any(_same_model(row, m) for m in models):
+            models.append(row)
+
+    def model_of(row: ScalingRow) -> int:
+        return next(i for i, m in enumerate(models) if _same_model(row, m))
+
+    return sorted(out, key=lambda r: (r.strategy, model_of(r), r.dp or 0))

@@ -32,15 +32,21 @@ class CommTheory(msgspec.Struct, frozen=True, kw_only=True):
 def comm_theory(name: str, n: int | None, *, as_run: bool = False) -> CommTheory | None:
     """The ZeRO paper's communication for `name` on N ranks, or (`as_run`) what the harness's
     implementation exchanges where it differs (None where it does not). One rank exchanges
-    nothing."""
+    nothing; but DDP (and torch's ZeroRedundancyOptimizer over it) still reduces its buckets
+    on a group of one: its buffers are there, as run, and nothing goes on the wire."""
     spec = strategy(name)
     if spec is None or n is None or n < 1:
         return None
+    if n == 1:
+        if not as_run:
+            return CommTheory(volume_psi=0.0, traffic_psi=0.0)
+        if not spec.ddp_buckets:  # FSDP2 runs no collective on one rank
+            return None
+        run = spec.exchanges_as_run or spec.exchanges
+        return CommTheory(volume_psi=sum(size for _, size in run), traffic_psi=0.0)
     exchanges = spec.exchanges_as_run if as_run else spec.exchanges
     if exchanges is None:
         return None
-    if n == 1:  # the same for every implementation: said once, not "as run" again
-        return None if as_run else CommTheory(volume_psi=0.0, traffic_psi=0.0)
     return CommTheory(
         volume_psi=sum(size for _, size in exchanges),
         traffic_psi=sum(size * (traffic_factor(c, n) or 0.0) for c, size in exchanges),

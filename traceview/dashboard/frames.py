@@ -62,6 +62,7 @@ def scaling_frame(runs: Runs) -> pl.DataFrame:
                 "traffic_text": r.traffic_text,
                 "comm_volume_text": r.comm_volume_text,
                 "caveats": "; ".join(r.caveats) or None,
+                "model": r.model.said if r.model is not None else None,  # a struct: in words
             }
             for r in rows
         ]
