@@ -31,6 +31,7 @@ from traceview.analysis.prediction import (
 from traceview.analysis.rank import RankReport
 from traceview.analysis.run_findings import memory_fit, noisy_steps
 from traceview.analysis.scaling import ScalingRow, scaling_rows
+from traceview.analysis.scaling_findings import compute_changed, prediction_missed
 from traceview.analysis.stragglers import Recurrence
 from traceview.analysis.strategy_of import StrategyOf
 from traceview.analysis.whatif import Calibration, calibrate
@@ -280,7 +281,14 @@ class Runs(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     def findings(self, memory_budget_bytes: float | None = None) -> list[Finding]:
         """Every job's findings; noisy step times; with a memory budget per rank, the least
         sharding whose model states fit it (for runs with a run record)."""
-        found = [f for job in self.jobs for f in job.findings]
+        found = []
+        with suppress(TraceviewError):  # a broken run.json: said by the commands that need it
+            # Across DP degrees: a change in per-rank compute is often the largest term, so it
+            # leads; then the predictions it makes miss.
+            named = [(job.name, job.report) for job in self.jobs]
+            found += compute_changed(named)
+            found += prediction_missed(self.checked_predictions(), named)
+        found += [f for job in self.jobs for f in job.findings]
         with suppress(TraceviewError):  # a broken run.json: said by the commands that need it
             found += [f for row in self.scaling() if (f := noisy_steps(row)) is not None]
         if memory_budget_bytes is not None:
