@@ -263,3 +263,45 @@ def test_keys_too_large_for_one_search_are_searched_a_few_groups_at_a_time(monke
     chunked = traceview.load(folder).critical_path()
     assert len(searched) >= 4  # the work's queries alone span 4 chunks of 2 groups
     assert chunked.segments.equals(whole.segments) and chunked.steps.equals(whole.steps)
+
+
+def gloo_rank(compute_us: float, arrive_us: float, after_us: float) -> list:
+    """A CPU-only (Gloo) rank: step 1 = [0,1000) µs; the training thread computes [0, C),
+    calls all_reduce at C + 5; the runloop thread's gloo:all_reduce runs [arrive, 700); the
+    training thread computes again [710, 710 + after)."""
+    dims = {"Input Dims": [[1000]], "Input type": ["float"]}
+    return [
+        tb.thread_name(1, "thread 1 (python3)"),
+        tb.thread_name(2, "thread 2 (pt_gloo_runloop)"),
+        tb.step(1, 0, 1000),
+        tb.cpu_op("aten::mm", 0, compute_us),
+        tb.cpu_op("c10d::allreduce_", compute_us + 5, 5,
+                  **{"Input Dims": [[[1000]]], "Input type": ["TensorList"]}),
+        tb.span("gloo:all_reduce", arrive_us, 700 - arrive_us, tid=2, **dims),
+        tb.cpu_op("aten::add", 710, after_us),
+    ]  # fmt: skip
+
+
+def test_a_gloo_job_s_path_crosses_to_the_rank_that_arrived_last(tmp_path):
+    folder = tmp_path / "job"
+    folder.mkdir()
+    # Rank 0 computes [0,300) and arrives at 310; rank 1 computes [0,600) and arrives at 610;
+    # both leave at 700, then compute [710,900) and [710,880).
+    for rank, (compute, arrive, after) in enumerate([(300, 310, 190), (600, 610, 170)]):
+        events = gloo_rank(compute, arrive, after)
+        tb.write(folder / f"rank{rank}.json", tb.document(events, rank=rank, backend="gloo"))
+    found = traceview.load(folder).critical_path()
+    # Both step spans end at 1000: the path begins on rank 0, idle [900,1000) after its last
+    # op; its compute [710,900); idle [700,710); the all-reduce, whose last rank is rank 1
+    # (arrived 610): transfer [610,700) on the path, rank 0's wait [310,610) not; on rank 1,
+    # idle [600,610) and its compute [0,600) back to the step's start. No host launch.
+    assert segments(found) == [
+        (1, "compute", 0, 600 * US, 1, None),
+        (1, "idle", 600 * US, 610 * US, 0, None),
+        (0, "transfer", 610 * US, 700 * US, 1, "all_reduce"),
+        (0, "idle", 700 * US, 710 * US, 0, None),
+        (0, "compute", 710 * US, 900 * US, 1, None),
+        (0, "idle", 900 * US, 1000 * US, 0, None),
+    ]
+    assert found.steps.rows() == [(1, 0, 1000 * US, 1)]
+    assert sum(found.attribution(1).values()) == 1000 * US
