@@ -305,3 +305,7 @@ def test_a_gloo_job_s_path_crosses_to_the_rank_that_arrived_last(tmp_path):
     ]
     assert found.steps.rows() == [(1, 0, 1000 * US, 1)]
     assert sum(found.attribution(1).values()) == 1000 * US
+    # Each segment names the work that takes most of it; gaps name none.
+    assert found.segments["top_work"].to_list() == [
+        "aten::mm", None, "gloo:all_reduce", None, "aten::add", None
+    ]

@@ -110,6 +110,7 @@ def job_critical_path(
             "end_ns",
             launched.alias("launch_ns"),
             "collective",
+            "name",
         )
         for i in range(0, len(positions), READ_AT_ONCE)
     )
@@ -124,7 +125,7 @@ def critical_paths(
     offsets: dict[int, float],
 ) -> CriticalPath:
     """work: every rank's compute, comm and memory intervals (rank, step, lane, kind, ts_ns,
-    end_ns, launch_ns, collective); calls: the matched calls (rank, lane, start_ns, match,
+    end_ns, launch_ns, collective, name); calls: the matched calls (rank, lane, start_ns, match,
     last_rank: an aligned job's cross_rank.CrossRank.calls; None for one rank, whose
     collectives are then `unmatched`); windows: each rank's steps (rank, step, start_ns, end_ns,
     partial). All on each rank's own clock; `offsets` align them."""
@@ -181,7 +182,7 @@ def _with_matches(
         .join(last, on="match", how="left")
         .join(off, on="rank")
         .select(
-            "rank", "step", "lane", "collective", "match", "arrive", "last_rank",
+            "rank", "step", "lane", "collective", "match", "arrive", "last_rank", "name",
             kind=pl.col("kind").cast(pl.String),
             start=pl.col("ts_ns") - pl.col("shift"),
             end=pl.col("end_ns") - pl.col("shift"),

@@ -22,15 +22,18 @@ KINDS = ("compute", "comm", "memory")
 CHASED_TOGETHER_ABOVE = 32
 _COMPUTE, _COMM, _MEMORY = range(3)
 
+# work: how many pieces of work a segment merges; top_work: the name of the kernel, op or call
+# that takes most of its time (None for gaps).
 SEGMENTS_SCHEMA = {
     "step": pl.Int64, "rank": pl.Int32, "category": pl.String, "start_ns": pl.Int64,
-    "end_ns": pl.Int64, "work": pl.Int64, "collective": pl.String,
+    "end_ns": pl.Int64, "work": pl.Int64, "collective": pl.String, "top_work": pl.String,
 }  # fmt: skip
 
 
 def walk(rows: pl.DataFrame, windows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """rows: every rank's work of the steps walked (step, rank, lane, kind, start, end, launch,
-    collective, arrive, last_rank: the match's last arrival and who, null where unmatched);
+    """rows: every rank's work of the steps walked (step, rank, lane, kind, name, start, end,
+    launch, collective, arrive, last_rank: the match's last arrival and who, null where
+    unmatched);
     windows: per step and rank its start and end. Returns (segments in time order, per step
     its start_ns, end_ns and crossings)."""
     rows = rows.filter(pl.col("end") > pl.col("start")).sort("step", "rank", "end", "start")
@@ -244,13 +247,16 @@ def _pieces(
     kind, e = col["kind"][node], col["end"][node]
     s = np.maximum(col["start"][node], np.repeat(begins, count))
     collective = rows["collective"].gather(node)
+    names = rows["name"].cast(pl.String).gather(node)
 
     def frame(mask, category, lo, hi, work, named):  # type: ignore[no-untyped-def]
         named_as = _gap_names(category[mask]) if isinstance(category, np.ndarray) else category
+        kept = pl.Series(mask)
         return pl.DataFrame({
             "step": step[mask], "rank": rank[mask], "category": named_as,
             "start_ns": lo[mask], "end_ns": hi[mask], "work": work,
-            "collective": collective.filter(pl.Series(mask)) if named else None,
+            "collective": collective.filter(kept) if named else None,
+            "top_work": names.filter(kept) if work else None,
         }, schema=SEGMENTS_SCHEMA)  # fmt: skip
 
     comm = kind == _COMM
@@ -299,12 +305,13 @@ def _leads(
     host_launch[has] = _gap_kind(col["entry_launch"][earliest], begins[has])
     return pl.DataFrame({
         "step": spans["step"].to_numpy(), "rank": on, "category": _gap_names(host_launch),
-        "start_ns": begins, "end_ns": to, "work": 0, "collective": None,
+        "start_ns": begins, "end_ns": to, "work": 0, "collective": None, "top_work": None,
     }, schema=SEGMENTS_SCHEMA)  # fmt: skip
 
 
 def _merged(pieces: pl.DataFrame) -> pl.DataFrame:
-    """In time order, touching pieces of one rank, category and collective made one."""
+    """In time order, touching pieces of one rank, category and collective made one, named by
+    the work that takes most of its time."""
     # Ordered by numpy and gathered once (a third of what polars' sort of the frame costs).
     pieces = pieces[np.lexsort((pieces["start_ns"].to_numpy(), pieces["step"].to_numpy()))]
     same = (
@@ -322,7 +329,33 @@ def _merged(pieces: pl.DataFrame) -> pl.DataFrame:
     work = np.add.reduceat(pieces["work"].to_numpy(), heads)
     return (
         pieces[heads]
-        .with_columns(end_ns=pieces["end_ns"].gather(lasts), work=pl.Series(work))
+        .with_columns(
+            end_ns=pieces["end_ns"].gather(lasts),
+            work=pl.Series(work),
+            top_work=_top_work(pieces, heads),
+        )
         .select(list(SEGMENTS_SCHEMA))
         .cast(SEGMENTS_SCHEMA)  # type: ignore[arg-type]
     )
+
+
+def _top_work(pieces: pl.DataFrame, heads: np.ndarray) -> pl.Series:
+    """Per run of pieces (each starting at a head), the name whose pieces take most of its
+    time (the first in name order among equals); null for a run of gaps."""
+    run = np.zeros(pieces.height, dtype=np.int64)
+    run[heads[1:]] = 1
+    named = (
+        pieces.select(
+            run=pl.Series(np.cumsum(run)),
+            name="top_work",
+            ns=pl.col("end_ns") - pl.col("start_ns"),
+        )
+        .drop_nulls("name")
+        .group_by("run", "name")
+        .agg(pl.col("ns").sum())
+        .sort(["run", "ns", "name"], descending=[False, True, False])
+        .unique("run", keep="first")
+        .select("run", "name")
+    )
+    runs = pl.DataFrame({"run": np.arange(heads.size, dtype=np.int64)})
+    return runs.join(named, on="run", how="left").sort("run")["name"].alias("top_work")

@@ -40,10 +40,11 @@ def step_paths(found: CriticalPath) -> list[StepPath]:
     for step, rank, category, ns in by_part.iter_rows():
         shares[step][(rank, category)] = ns
     starts = dict(found.steps.select("step", "start_ns").iter_rows())
-    for step, rank, category, start, end, work, collective in found.segments.iter_rows():
+    for step, rank, category, start, end, work, collective, top in found.segments.iter_rows():
         segments[step].append(
             PathSegment(rank=rank, category=category, at_us=(start - starts[step]) / 1000,
-                        us=(end - start) / 1000, work=work, collective=collective)
+                        us=(end - start) / 1000, work=work, collective=collective,
+                        top_work=top)
         )  # fmt: skip
     return [
         StepPath(step=step, start_us=start / 1000, step_us=(end - start) / 1000,

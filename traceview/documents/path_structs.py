@@ -27,6 +27,7 @@ class PathSegment(Struct, kw_only=True):
     us: Us
     work: int  # kernels, CPU ops or collective calls on it (0: host launch, idle, waiting)
     collective: str | None  # transfer, waiting, unmatched: which collective
+    top_work: str | None = None  # the kernel, op or call taking most of it (None for gaps)
 
 
 class StepPath(Struct, kw_only=True):

@@ -34,10 +34,25 @@ def _legs(segments: list[PathSegment]) -> list[list[PathSegment]]:
     return legs
 
 
+NAME_SHOWN = 40  # characters of a kernel's name in the table (a CUDA name runs to hundreds)
+
+
+def _mostly(leg: list[PathSegment]) -> str:
+    """The work that takes most of a leg's time, by its segments' largest work."""
+    time: dict[str, float] = {}
+    for g in leg:
+        if g.top_work is not None:
+            time[g.top_work] = time.get(g.top_work, 0.0) + g.us
+    if not time:
+        return "-"
+    name = min(time, key=lambda n: (-time[n], n))
+    return name if len(name) <= NAME_SHOWN else name[: NAME_SHOWN - 1] + "…"
+
+
 def _leg_lines(step: StepPath) -> list[str]:
     legs = _legs(step.segments)
     present = [c for c in get_args(Category) if any(g.category == c for g in step.segments)]
-    rows = [["from ms", "ms", "rank", "from rank", *(f"{c} ms" for c in present)]]
+    rows = [["from ms", "ms", "rank", "from rank", *(f"{c} ms" for c in present), "mostly"]]
     previous = ""
     for leg in legs[:SHOWN_LEGS]:
         ms = dict.fromkeys(present, 0.0)
@@ -48,6 +63,7 @@ def _leg_lines(step: StepPath) -> list[str]:
         rows.append([
             f"{leg[0].at_us / 1000:,.3f}", f"{sum(g.us for g in leg) / 1000:,.3f}",
             str(leg[0].rank), via or "-", *(f"{ms[c]:,.3f}" if ms[c] else "" for c in present),
+            _mostly(leg),
         ])  # fmt: skip
         previous = str(leg[0].rank)
     lines = aligned(rows, indent="    ", left_first=True)
