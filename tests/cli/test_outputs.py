@@ -113,3 +113,16 @@ def test_csv_numbers_carry_no_binary_noise(command):
     assert result.code == 0, result.err
     assert len(result.out.splitlines()) > 2
     assert re.findall(r"\d\.\d{7,}", result.out) == []  # e.g. 121.37100000000001
+
+
+def test_calls_before_the_first_step_are_named_so_never_step_none():
+    # A rank whose profiling began mid-step: its first calls were launched before the window.
+    trace = (
+        Path(__file__).parents[1]
+        / "fixtures" / "traces" / "nccl_w8_rank3_step1010_started_mid_run.json.gz"
+    )  # fmt: skip
+    result = traceview("collectives", trace)
+    assert result.code == 0, result.err
+    assert "None" not in result.out
+    assert re.search(r"^\s+3\s+before first step\s+0\s+send_recv", result.out, re.M)
+    assert "rank 3 before the first step: most exposed: send_recv" in result.out

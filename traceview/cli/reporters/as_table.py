@@ -116,7 +116,7 @@ def _rank_table(r: d.Rank) -> str:
         f"{who} · {r.backend or 'backend unknown'} · {r.mode} · {r.trace} "
         f"({r.size_bytes / 1e6:,.1f} MB)"
     ]
-    rows = rank_rows(r, "before first step", PARTIAL)
+    rows = rank_rows(r, BEFORE_FIRST_STEP, PARTIAL)
     if rows:
         lines += aligned_columns(_STEP_HEAD, _step_columns(rows))
     for c in r.collectives:
@@ -148,6 +148,9 @@ def _step_columns(rows: list[tuple[str, d.Breakdown]]) -> list[list[str]]:
 
 # -- collectives ---------------------------------------------------------------------------
 
+# Work launched before the profiling window: in no step, a row of its own.
+BEFORE_FIRST_STEP = "before first step"
+
 _CALL_SHOWN = [
     ("rank", "rank", "{}"),
     ("step", "step", "{}"),
@@ -175,7 +178,8 @@ def collectives(runs: Runs, steps: StepSelection | None) -> str:
         lines += _call_lines(job.calls) if job.calls else ["  no collective calls"]
         for e in job.exposed_by_step:
             worst = ", ".join(f"{c.name} {c.exposed_us:,.1f} µs" for c in e.calls[:3])
-            lines.append(f"  rank {e.rank} step {e.step}: most exposed: {worst}")
+            when = "before the first step" if e.step is None else f"step {e.step}"
+            lines.append(f"  rank {e.rank} {when}: most exposed: {worst}")
         for t in job.backward_tails:
             lines.append(
                 f"  rank {t.rank} step {t.step}: backward tail {t.tail_us:,.1f} µs "
@@ -211,6 +215,8 @@ def _call_lines(calls: list[d.Call]) -> list[str]:
             if col == "bytes" and v is not None:
                 v = v / 1e6
             cell = "-" if v is None else fmt.format(v)
+            if col == "step" and v is None:  # launched before the profiling window
+                cell = BEFORE_FIRST_STEP
             if col == "busbw_gbps" and v is not None and call.bandwidth_on == "duration":
                 cell = LOWER_BOUND + cell
             cells.append(cell)
