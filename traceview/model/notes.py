@@ -49,6 +49,8 @@ def timeline_notes(
                 "first step', counted in the totals, in no step"
             )
         outside = found.launched_outside
+    if mode == "gpu" and spans.height and found.work:
+        yield from _steps_without_device_work(spans, intervals)
     if spans.height and outside:
         where = "were launched" if mode == "gpu" else "start"
         yield Note(
@@ -119,3 +121,22 @@ def _accelerator_work(trace: Trace) -> Note:
 
 def _short(name: str, limit: int = 60) -> str:
     return name if len(name) <= limit else name[: limit - 1] + "…"
+
+
+STEPS_LISTED = 5  # step numbers a note lists before it counts the rest
+
+
+def _steps_without_device_work(spans: pl.DataFrame, intervals: pl.DataFrame) -> Iterator[Note]:
+    """A GPU trace's profiler steps that launched no device work: a step's GPU window is
+    its work's, so they have none and are in no per-step figure — said, not dropped silently."""
+    worked = set(intervals["step"].drop_nulls().unique().to_list())
+    empty = sorted(s for s in spans["step"].unique().to_list() if s not in worked)
+    if not empty:
+        return
+    listed = ", ".join(str(s) for s in empty[:STEPS_LISTED])
+    more = f" and {len(empty) - STEPS_LISTED:,} more" if len(empty) > STEPS_LISTED else ""
+    yield Note(
+        message=f"profiler step(s) {listed}{more} launched no GPU work: a step's GPU window is "
+        "its work's, so they are in no per-step figure (the work of a step may have been "
+        "launched in another, or the loop did host work only)"
+    )
