@@ -265,10 +265,10 @@ def test_keys_too_large_for_one_search_are_searched_a_few_groups_at_a_time(monke
     assert chunked.segments.equals(whole.segments) and chunked.steps.equals(whole.steps)
 
 
-def gloo_rank(compute_us: float, arrive_us: float, after_us: float) -> list:
+def gloo_rank(compute_us: float, arrive_us: float, after_us: float, resume_us: float = 710) -> list:
     """A CPU-only (Gloo) rank: step 1 = [0,1000) µs; the training thread computes [0, C),
     calls all_reduce at C + 5; the runloop thread's gloo:all_reduce runs [arrive, 700); the
-    training thread computes again [710, 710 + after)."""
+    training thread computes again [resume, resume + after)."""
     dims = {"Input Dims": [[1000]], "Input type": ["float"]}
     return [
         tb.thread_name(1, "thread 1 (python3)"),
@@ -278,7 +278,7 @@ def gloo_rank(compute_us: float, arrive_us: float, after_us: float) -> list:
         tb.cpu_op("c10d::allreduce_", compute_us + 5, 5,
                   **{"Input Dims": [[[1000]]], "Input type": ["TensorList"]}),
         tb.span("gloo:all_reduce", arrive_us, 700 - arrive_us, tid=2, **dims),
-        tb.cpu_op("aten::add", 710, after_us),
+        tb.cpu_op("aten::add", resume_us, after_us),
     ]  # fmt: skip
 
 
@@ -307,5 +307,33 @@ def test_a_gloo_job_s_path_crosses_to_the_rank_that_arrived_last(tmp_path):
     assert sum(found.attribution(1).values()) == 1000 * US
     # Each segment names the work that takes most of it; gaps name none.
     assert found.segments["top_work"].to_list() == [
-        "aten::mm", None, "gloo:all_reduce", None, "aten::add", None
+        "aten::mm",
+        None,
+        "gloo:all_reduce",
+        None,
+        "aten::add",
+        None,
     ]
+
+
+def test_a_cpu_thread_that_resumes_before_the_collective_s_span_ends_follows_it(tmp_path):
+    folder = tmp_path / "job"
+    folder.mkdir()
+    # As above, but rank 0's training thread resumes at 690, 10 µs before its gloo span ends
+    # (Gloo signals the result, then its span goes on): the op at 690 follows a 390 µs gap
+    # on its own thread and starts in the span's last tenth, so it waited for the all-reduce.
+    runs = [(300, 310, 190, 690), (600, 610, 170, 710)]
+    for rank, (compute, arrive, after, resume) in enumerate(runs):
+        events = gloo_rank(compute, arrive, after, resume)
+        tb.write(folder / f"rank{rank}.json", tb.document(events, rank=rank, backend="gloo"))
+    found = traceview.load(folder).critical_path()
+    # The all-reduce is on the path up to 690, its transfer from rank 1's arrival at 610 — not
+    # rank 0's idle [300,690) and compute [0,300), which the walk by end times alone gave.
+    assert segments(found) == [
+        (1, "compute", 0, 600 * US, 1, None),
+        (1, "idle", 600 * US, 610 * US, 0, None),
+        (0, "transfer", 610 * US, 690 * US, 1, "all_reduce"),
+        (0, "compute", 690 * US, 880 * US, 1, None),
+        (0, "idle", 880 * US, 1000 * US, 0, None),
+    ]
+    assert sum(found.attribution(1).values()) == 1000 * US

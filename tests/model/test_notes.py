@@ -95,7 +95,7 @@ def test_device_work_of_an_unmodelled_accelerator_is_said_in_every_format(tmp_pa
 
 def test_a_gpu_step_that_launched_no_device_work_is_noted_not_dropped_silently(tmp_path):
     # gpu_example's steps 1 and 2 launch kernels; step 3 = [200,300) launches none.
-    events = tb.gpu_example(group=2) + [tb.step(3, 200, 100)]
+    events = [*tb.gpu_example(group=2), tb.step(3, 200, 100)]
     path = tb.write(tmp_path / "rank0.json", tb.document(events, rank=0, world=1))
     report = analyze_trace(path)
     assert [s.step for s in report.steps] == [1, 2]

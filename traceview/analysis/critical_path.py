@@ -111,6 +111,7 @@ def job_critical_path(
             launched.alias("launch_ns"),
             "collective",
             "name",
+            host=~pl.col("rank").is_in(on_device),
         )
         for i in range(0, len(positions), READ_AT_ONCE)
     )
@@ -125,10 +126,10 @@ def critical_paths(
     offsets: dict[int, float],
 ) -> CriticalPath:
     """work: every rank's compute, comm and memory intervals (rank, step, lane, kind, ts_ns,
-    end_ns, launch_ns, collective, name); calls: the matched calls (rank, lane, start_ns, match,
-    last_rank: an aligned job's cross_rank.CrossRank.calls; None for one rank, whose
-    collectives are then `unmatched`); windows: each rank's steps (rank, step, start_ns, end_ns,
-    partial). All on each rank's own clock; `offsets` align them."""
+    end_ns, launch_ns, collective, name, host: a CPU-only rank's); calls: the matched calls
+    (rank, lane, start_ns, match, last_rank: an aligned job's cross_rank.CrossRank.calls; None
+    for one rank, whose collectives are then `unmatched`); windows: each rank's steps (rank,
+    step, start_ns, end_ns, partial). All on each rank's own clock; `offsets` align them."""
     ranks = sorted(offsets)
     off = pl.DataFrame(
         {"rank": ranks, "shift": [round(offsets[r]) for r in ranks]},
@@ -182,7 +183,7 @@ def _with_matches(
         .join(last, on="match", how="left")
         .join(off, on="rank")
         .select(
-            "rank", "step", "lane", "collective", "match", "arrive", "last_rank", "name",
+            "rank", "step", "lane", "collective", "match", "arrive", "last_rank", "name", "host",
             kind=pl.col("kind").cast(pl.String),
             start=pl.col("ts_ns") - pl.col("shift"),
             end=pl.col("end_ns") - pl.col("shift"),

@@ -33,7 +33,7 @@ SEGMENTS_SCHEMA = {
 def walk(rows: pl.DataFrame, windows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """rows: every rank's work of the steps walked (step, rank, lane, kind, name, start, end,
     launch, collective, arrive, last_rank: the match's last arrival and who, null where
-    unmatched);
+    unmatched; host: a CPU-only rank's row);
     windows: per step and rank its start and end. Returns (segments in time order, per step
     its start_ns, end_ns and crossings)."""
     rows = rows.filter(pl.col("end") > pl.col("start")).sort("step", "rank", "end", "start")
@@ -55,6 +55,10 @@ def walk(rows: pl.DataFrame, windows: pl.DataFrame) -> tuple[pl.DataFrame, pl.Da
     via = np.where(crossing, theirs, np.arange(n))  # the work the path enters this one by
     entry_time = np.where(crossing, arrive, start)
     pred = _predecessors(gid[via], lane[via], entry_time, gid, lane, start, end)
+    host = rows["host"].to_numpy() if "host" in rows.columns else np.zeros(n, dtype=bool)
+    if host.any():
+        _resumed_by_collectives(pred, host & (kind == _COMM), host & (via == np.arange(n)),
+                                gid, lane, start, end)  # fmt: skip
 
     spans = (
         windows.group_by("step")
@@ -80,6 +84,46 @@ def walk(rows: pl.DataFrame, windows: pl.DataFrame) -> tuple[pl.DataFrame, pl.Da
              rank=rank, matched=matched),
     )  # fmt: skip
     return _merged(pieces), steps
+
+
+# On a CPU-only rank a thread waiting for a collective resumes when the collective's result is
+# ready, which Gloo signals before its span ends (the span goes on to copy results out: ms for
+# tens of MB). A thread's first op after a gap of at least RESUME_GAP_NS that starts within
+# the last RESUME_TAIL_SHARE of a collective's span (on another thread) resumed from it.
+RESUME_GAP_NS = 50_000
+RESUME_TAIL_SHARE = 0.1
+
+
+def _resumed_by_collectives(
+    pred: np.ndarray, comm: np.ndarray, query: np.ndarray,
+    gid: np.ndarray, lane: np.ndarray, start: np.ndarray, end: np.ndarray,
+) -> None:  # fmt: skip
+    """Set, in `pred`, the collective each resuming op (of the `query` rows) waited for: per
+    collective span (`comm` rows), the earliest op of its group starting within its tail, on
+    another thread, after a gap on its own thread. In place."""
+    calls, ops = np.flatnonzero(comm), np.flatnonzero(query & ~comm)
+    if calls.size == 0 or ops.size == 0:
+        return
+    base = np.full(int(gid.max()) + 1, np.iinfo(np.int64).max)
+    np.minimum.at(base, gid, start)
+    span = int((end - base[gid]).max()) + 2
+    if (int(gid.max()) + 1) * span >= 2**62:  # keys would overflow: nothing is said
+        return
+    keys = gid[ops] * span + (start[ops] - base[gid[ops]])
+    order = np.argsort(keys, kind="stable")
+    keys, ops = keys[order], ops[order]
+    tail_from = end[calls] - ((end[calls] - start[calls]) * RESUME_TAIL_SHARE).astype(np.int64)
+    lo = np.maximum(start[calls] + 1, tail_from)
+    at = np.searchsorted(keys, gid[calls] * span + (lo - base[gid[calls]]), side="left")
+    found = at < ops.size
+    op = np.where(found, ops[np.minimum(at, ops.size - 1)], -1)
+    found &= gid[op] == gid[calls]
+    found &= start[op] < end[calls]
+    found &= lane[op] != lane[calls]
+    own = pred[op]
+    gap = start[op] - np.where(own >= 0, end[np.maximum(own, 0)], np.iinfo(np.int64).min // 2)
+    found &= (own < 0) | (gap >= RESUME_GAP_NS)
+    pred[op[found]] = calls[found]
 
 
 def _group_ids(step: np.ndarray, rank: np.ndarray) -> np.ndarray:
@@ -244,7 +288,9 @@ def _pieces(
     after_time = np.where(first, np.repeat(finish, count), np.roll(col["entry_time"][node], 1))
     after_launch = np.where(first, NO_LAUNCH, np.roll(col["entry_launch"][node], 1))
     step, rank = np.repeat(spans["step"].to_numpy(), count), col["rank"][node]
-    kind, e = col["kind"][node], col["end"][node]
+    kind = col["kind"][node]
+    # A collective a CPU thread resumed from before its span ended is on the path up to then.
+    e = np.minimum(col["end"][node], after_time)
     s = np.maximum(col["start"][node], np.repeat(begins, count))
     collective = rows["collective"].gather(node)
     names = rows["name"].cast(pl.String).gather(node)
