@@ -131,3 +131,15 @@ def test_compare_gives_the_checked_prediction_in_every_format(tmp_path):
     assert [(r["dp"], r["predicted_from_dp"], r["prediction_error_pct"][:6]) for r in rows] == [
         ("1", "", ""), ("2", "", ""), ("4", "2", "-9.615"),
     ]  # fmt: skip
+
+
+def test_the_prediction_starts_from_the_least_noisy_run_at_multiples_of_the_largest(tmp_path):
+    # DP 2's steps are all 100 µs (max ÷ min 1.0); DP 4's vary 120-150 µs (1.25, not noise
+    # but noisier): the model is calibrated on DP 2 and predicts at 2×, 4×, 8× DP 4.
+    one = tb.run_folder(tmp_path, "dp1", steps=[9.0, STEP_S, STEP_S, STEP_S])
+    two = tb.run_folder(tmp_path, "dp2", dp=2, steps=[9.0, STEP_S, STEP_S, STEP_S])
+    four = tb.run_folder(tmp_path, "dp4", dp=4, steps=[9.0, 120e-6, 150e-6, 130e-6])
+    by = {p.dp: p for p in traceview.load_runs([one, two, four]).predictions()}
+    assert sorted(by) == [8, 16, 32]
+    # From DP 2 (as above): N=8 comm 35 × 1.75 = 61.25, exposed 31.25, step 126.25 µs.
+    assert by[8].step_seconds == pytest.approx(126.25e-6)

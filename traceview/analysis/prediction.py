@@ -1,4 +1,5 @@
-"""What-if predictions at larger DP degrees from the largest measured run of a strategy, and
+"""What-if predictions at multiples of a strategy's largest measured DP degree, calibrated on
+its least noisy multi-rank run (step times max ÷ min; the larger degree among equals), and
 each measured run beside what the same model predicts for it from the run below it. The model is
 analysis/whatif.py's, stated wherever it is shown: per-rank compute stays as measured (weak
 scaling), communication grows with each collective's bus factor at the measured bandwidth, as
@@ -53,7 +54,8 @@ class Withheld(msgspec.Struct, frozen=True, kw_only=True):
 class _Basis(msgspec.Struct, frozen=True):
     strategy: str
     base: JobReport  # its DP-1 run
-    reference: JobReport  # its largest run
+    reference: JobReport  # the run predicted from: its least noisy multi-rank run
+    largest: int  # its largest measured DP degree: predictions are at multiples of it
     why_not: str | None  # why nothing is drawn from them
 
 
@@ -67,9 +69,17 @@ def _bases(jobs: list[JobReport]) -> list[_Basis]:
         larger = [j for j in mine if j.run and j.run.world_size > 1]
         if base is None or step_times(base) is None or not larger:
             continue
-        ref = max(larger, key=lambda j: j.run.world_size if j.run else 0)
-        out.append(_Basis(strategy, base, ref, _why_not(base, ref)))
+        ref = min(larger, key=_noise)
+        largest = max(j.run.world_size for j in larger if j.run)
+        out.append(_Basis(strategy, base, ref, largest, _why_not(base, ref)))
     return out
+
+
+def _noise(job: JobReport) -> tuple[float, int]:
+    """How noisy a run's step times are (max ÷ min), the larger degree first among equals."""
+    times = step_times(job)
+    spread = times.spread if times is not None else float("inf")
+    return round(spread, 2), -(job.run.world_size if job.run else 0)
 
 
 def _why_not(base: JobReport, ref: JobReport) -> str | None:
@@ -98,8 +108,7 @@ def predict_jobs(jobs: list[JobReport], multiples: tuple[int, ...] = (2, 4, 8)) 
         times = step_times(basis.base)
         if basis.why_not is not None or times is None:
             continue
-        top = basis.reference.run.world_size if basis.reference.run else 1
-        out += predict(basis.reference, basis.base, [top * m for m in multiples])
+        out += predict(basis.reference, basis.base, [basis.largest * m for m in multiples])
     return out
 
 
