@@ -66,3 +66,12 @@ def test_e_n_is_only_set_against_a_dp_1_run_of_the_same_model(tmp_path):
     # elements a rank and step, over 16,842,752.
     assert rows["my-job"].comm_volume_psi == pytest.approx(17_301_504 / 16_842_752)
     assert any(c.startswith("Ψ = 16,842,752 from the traces") for c in rows["my-job"].caveats)
+
+
+def test_without_a_record_or_shapes_the_unknown_per_psi_figures_say_why(tmp_path):
+    folder = tmp_path / "no-shapes"
+    folder.mkdir()
+    tb.write(folder / "rank0.json", tb.document(tb.gpu_example(group=2), rank=0, world=2))
+    (row,) = traceview.load_runs([folder]).scaling()
+    assert row.comm_volume_psi is None and row.traffic_psi is None
+    assert any(c.startswith("traffic and buffers per Ψ unknown") for c in row.caveats)

@@ -237,7 +237,12 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
         paper = theory.comm_theory(strategy, dp)
         as_run = theory.comm_theory(strategy, dp, as_run=True)
         caveats = [*_losses(job), *([measured.caveat] if measured.caveat else [])]
-        if model.params_from == "traces" and measured.volume_psi is not None:
+        if model.params is None and job.calls.height:
+            caveats.append(
+                "traffic and buffers per Ψ unknown: no run record, and the traces record no "
+                "gradient shapes to count the parameters from (profile with record_shapes=True)"
+            )
+        elif model.params_from == "traces" and measured.volume_psi is not None:
             caveats.append(
                 f"Ψ = {model.params:,} from the traces: the gradients one backward pass makes "
                 "ready (no run record)"
