@@ -162,3 +162,15 @@ def test_a_last_bucket_mostly_one_gradient_but_above_its_floor_says_how_far(tmp_
         "no bucket_cap_mb shortens the last gradient's own reduce (a lower cap could at most "
         "take the tail down to it, 0.25 ms less); what does: reduce in bf16"
     )
+
+
+def test_without_shapes_an_outsized_last_bucket_is_not_simply_told_to_shrink(tmp_path):
+    # The same job profiled without record_shapes: what the 65 MiB bucket holds is unknown,
+    # but it is 65× the step's other bucket (1 MiB), out of line with any cap that made both.
+    events = [e for e in embedding_last() if e["name"] != "torch::autograd::AccumulateGrad"]
+    found = tail_of(write_job(tmp_path, {0: events}))
+    assert found.numbers["last_bucket_mib"] == 65.0
+    assert found.numbers["largest_other_bucket_mib"] == 1.0
+    assert "65× the step's largest other (no gradient shapes recorded)" in found.what
+    assert found.action.startswith("a bucket this far above the others may hold one gradient")
+    assert "record_shapes=True" in found.action

@@ -103,7 +103,18 @@ Numbers = dict[str, float | int | str]
 
 
 def _what_it_holds(held: LastBucket | None, tail_ns: float) -> tuple[str, Numbers]:
-    """The last bucket and its last gradient, in words and numbers (nothing without shapes)."""
+    """The last bucket and its last gradient, in words and numbers; without shapes, only a last
+    bucket out of line with the others."""
+    if held is not None and held.gradient_bytes is None and held.outsized:
+        assert held.others_bytes is not None
+        return (
+            f"; the last bucket ({mebibytes(held.bucket_bytes)}) is "
+            f"{held.bucket_bytes / held.others_bytes:.0f}× the step's largest other "
+            "(no gradient shapes recorded)"
+        ), {
+            "last_bucket_mib": _mib(held.bucket_bytes),
+            "largest_other_bucket_mib": _mib(held.others_bytes),
+        }
     if held is None or held.gradient_share is None or held.floor_ns is None:
         return "", {}
     assert held.gradient_bytes is not None
@@ -147,6 +158,14 @@ def _ddp_tail_action(
     """A lower bucket_cap_mb where it can shorten the tail; else what shortens the last
     gradient's own reduce, leaving out what the job already does."""
     one_tensor = held is not None and (held.gradient_share or 0) >= ONE_TENSOR_SHARE
+    unknown = held is None or held.gradient_bytes is None
+    if unknown and held is not None and held.outsized and small is None:
+        return (
+            "a bucket this far above the others may hold one gradient larger than "
+            "bucket_cap_mb, which DDP never splits and no lower cap shortens: profile with "
+            "record_shapes=True and traceview says what it holds; if it holds many, a lower "
+            "bucket_cap_mb lets them leave while backward still computes"
+        )
     if not one_tensor and not _at_floor(held, tail_ns) and small is None:
         return (
             "the last gradient buckets start too late to hide: make them smaller "

@@ -5,7 +5,8 @@ so the last bucket holds the last gradient made ready (in DDP, the first paramet
 usually an embedding) and is no smaller than it, whatever `bucket_cap_mb`. That gradient's own
 reduce is the backward tail's floor: a lower cap can at most take the tail down to it. The
 gradient's size comes from the trace (the last `AccumulateGrad` op's `Input Dims`, recorded
-with record_shapes=True); without shapes nothing is said of what the bucket holds."""
+with record_shapes=True); without shapes, only whether the last bucket is out of line with the
+others (DDP fills each bucket to the cap, so one far larger may hold a tensor above it)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import msgspec
 import polars as pl
 
 from traceview.analysis.job import JobReport
+
+# A last bucket this many times its step's largest other is out of line with the cap.
+OUTSIZED = 2
 
 
 class LastBucket(msgspec.Struct, frozen=True, kw_only=True):
@@ -23,6 +27,13 @@ class LastBucket(msgspec.Struct, frozen=True, kw_only=True):
     element_bytes: int | None  # the size of one of its elements (2: already reduced in 16 bits)
     gradient_bytes: int | None  # the last gradient made ready (median); None without shapes
     gradients_known: int  # (rank, step)s whose last gradient's size is recorded
+    others_bytes: int | None  # the step's largest other backward all-reduce (median); None alone
+
+    @property
+    def outsized(self) -> bool:
+        """The last bucket is more than OUTSIZED × every other bucket of its step: DDP fills
+        buckets to the cap, so one this much larger may hold a tensor above it."""
+        return self.others_bytes is not None and self.bucket_bytes > OUTSIZED * self.others_bytes
 
     @property
     def gradient_share(self) -> float | None:
@@ -58,6 +69,7 @@ def last_bucket(job: JobReport) -> LastBucket | None:
             bucket_bytes=pl.col("bytes").last(),
             reduce_ns=time.last(),
             elements=pl.col("elements").last(),
+            others_bytes=pl.col("bytes").head(pl.len() - 1).max(),
         )
         .drop_nulls("reduce_ns")
     )
@@ -88,4 +100,10 @@ def last_bucket(job: JobReport) -> LastBucket | None:
         element_bytes=None if element is None else int(element),
         gradient_bytes=int(known["gradient_bytes"].median()) if known.height else None,  # type: ignore[arg-type]
         gradients_known=known.height,
+        others_bytes=_median(both["others_bytes"]),
     )
+
+
+def _median(values: pl.Series) -> int | None:
+    known = values.drop_nulls()
+    return int(known.median()) if known.len() else None  # type: ignore[arg-type]
