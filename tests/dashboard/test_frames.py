@@ -159,8 +159,11 @@ def test_an_inferred_strategy_is_said_with_the_caveats(tmp_path):
     (row,) = runs.scaling()
     assert (row.strategy_said, row.strategy_source) == ("ddp (inferred)", "inferred")
     assert frames.caveat_lines(runs, root=str(tmp_path)) == [
+        # No run record and no gradient shapes: nothing to count Ψ from, and said.
+        "job: traffic and buffers per Ψ unknown: no run record, and the traces record no "
+        "gradient shapes to count the parameters from (profile with record_shapes=True)",
         "job: strategy ddp inferred from the traces: 4 all-reduces launched from the backward "
-        "pass in the 1 rank trace, as DDP's gradient hooks launch them (no other wrapper seen)"
+        "pass in the 1 rank trace, as DDP's gradient hooks launch them (no other wrapper seen)",
     ]
     shown = frames.readable(frames.scaling_frame(runs), frames.SCALING_COLUMNS)
     assert shown["strategy"].to_list() == ["ddp (inferred)"]

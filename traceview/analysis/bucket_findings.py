@@ -190,7 +190,7 @@ def _ddp_tail_action(
     ways = []
     if held is None or held.element_bytes is None or held.element_bytes > 2:
         ways.append(
-            "reduce in bf16 with a DDP communication hook (register_comm_hook(None, "
+            "reduce in bf16 with a DDP communication hook (register_comm_hook(dist.group.WORLD, "
             "bf16_compress_hook), torch.distributed.algorithms.ddp_comm_hooks.default_hooks): "
             "half the bytes of every bucket, if the gradients tolerate 16-bit reduction"
         )

@@ -47,9 +47,9 @@ if runs is not None and runs.height:
         st.altair_chart(charts.efficiency_chart(measured, prediction_frame(jobs)), width="stretch")
         st.caption(
             "Measured: E(N) = throughput(N) / (N × throughput(1)), from each run's median step "
-            "time. Predicted (dashed): from the "
-            "largest measured run, communication grows with the collective's bus factor at the "
-            "measured bandwidth, as much of it stays hidden as there, the rest adds to the step."
+            "time. Predicted (dashed): from the least noisy multi-rank run, communication grows "
+            "with the collective's bus factor at the measured bandwidth, as much of it stays "
+            "hidden as there, the rest adds to the step."
             + "".join(f" {line.capitalize()}." for line in withheld_lines(jobs))
         )
         if checked := checked_lines(jobs):
