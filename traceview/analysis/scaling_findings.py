@@ -156,16 +156,21 @@ def prediction_missed(checked: Sequence[CheckedPrediction], jobs: Sequence[Named
     """A measured run the model missed by more than MISSED: from the run it was predicted from
     to it, how each part of the per-rank step changed. The model holds compute as measured and
     scales only communication with the bus factor: a miss is what else changed."""
-    runs: dict[str, list[tuple[Named, PerRankStep]]] = {}
-    for (strategy, _), mine in _by_model(jobs).items():
-        runs.setdefault(strategy, []).extend(mine)
+    models = _by_model(jobs)
     out = []
     for c in checked:
         if abs(c.error_pct) <= 100 * MISSED:
             continue
-        by_dp = {m.dp: (named[0], m) for named, m in runs.get(c.strategy, [])}
-        if c.from_dp not in by_dp or c.dp not in by_dp:
+        # The model whose runs hold both degrees: one, or the runs cannot be told apart.
+        held = [
+            {m.dp: (named[0], m) for named, m in runs}
+            for (strategy, _), runs in models.items()
+            if strategy == c.strategy
+        ]
+        both = [by_dp for by_dp in held if c.from_dp in by_dp and c.dp in by_dp]
+        if len(both) != 1:
             continue
+        (by_dp,) = both
         (_, before), (name, after) = by_dp[c.from_dp], by_dp[c.dp]
         change = {p: getattr(after, p) - getattr(before, p) for p in PARTS}
         largest = max(PARTS, key=lambda p: abs(change[p]))
