@@ -8,14 +8,12 @@ from __future__ import annotations
 import polars as pl
 
 from traceview.analysis.buckets import GRADIENT_COLLECTIVES
-from traceview.analysis.finding import Finding, ms, traced_of, window_ns
+from traceview.analysis.finding import MATERIAL_SHARE, Finding, ms, traced_of, window_ns
 from traceview.analysis.fits import AlphaBetaFit, mebibytes
 from traceview.analysis.job import JobReport
 from traceview.analysis.last_bucket import LastBucket, last_bucket
 from traceview.strategies import STRATEGIES
 
-# Exposed communication matters from this share of the ranks' step time.
-MATERIAL_SHARE = 0.05
 # The backward tail: this share of the exposed gradient communication ends after backward.
 TAIL_SHARE = 0.5
 # Waiting for late ranks from this share of the gradient collectives' time: bucket advice,

@@ -193,7 +193,7 @@ def _split(
             wait_ns=per_rank.get(r, (0, 0))[0],
             transfer_ns=per_rank.get(r, (0, 0))[1],
             last_arrivals=last_counts.get(r, 0),
-            caused_wait_ns=int(caused.get(r) or 0),
+            caused_wait_ns=caused.get(r, 0),
         )
         for r in ranks
     )
@@ -241,8 +241,8 @@ def _costliest(caused: dict[int, int]) -> int | None:
     nobody waited or two or more tie (no rank stands out, and which one a table happened to
     list first must not decide). How often a rank arrives last is another measure: a rank
     last by a hair at many calls costs less than one late by milliseconds at a few."""
-    most = max((int(w or 0) for w in caused.values()), default=0)
+    most = max(caused.values(), default=0)
     if most <= 0:
         return None
-    leaders = [r for r, w in caused.items() if int(w or 0) == most]
+    leaders = [r for r, w in caused.items() if w == most]
     return leaders[0] if len(leaders) == 1 else None

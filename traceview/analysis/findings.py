@@ -203,15 +203,9 @@ def slow_link(job: JobReport, name: str) -> Finding | None:
 _BY_STRATEGY = ("backward_tail", "small_buckets", "unhidden_gathers")
 
 
-def _bucket_findings(
-    job: JobReport, name: str, strategy: str | None, late: Finding | None
-) -> list[Finding | None]:
-    """The bucket rules, which rest on transfer time: withheld where waiting for late ranks is
-    most of the gradient collectives' time (then the late ranks are the finding), and never
-    both (one says smaller buckets, the other larger: the tail, measured, is said)."""
-    share = waiting_share(job)
-    if share is not None and share >= WAITING_SHARE:
-        return [] if late is not None else [waiting(job, name, share)]
+def _bucket_findings(job: JobReport, name: str, strategy: str | None) -> list[Finding | None]:
+    """The bucket rules, never both: one says smaller buckets, the other larger, and the tail,
+    measured, is said."""
     small = small_buckets(job, name, strategy)
     tail = backward_tail(job, name, strategy, small)
     return [tail] if tail is not None else [small]
@@ -224,15 +218,21 @@ def job_findings(job: JobReport, name: str) -> list[Finding]:
     late = straggler(job, name)
     turns = None if late else rotating_stragglers(job, name)
     share = waiting_share(job)
-    if share is not None and share >= WAITING_SHARE and (late or turns):
-        # The bucket rules are withheld (_bucket_findings): the late ranks' finding says so.
+    buckets: list[Finding | None]
+    if share is None or share < WAITING_SHARE:
+        buckets = _bucket_findings(job, name, of.name)
+    elif late or turns:
+        # The bucket rules rest on transfer time: withheld, and the late ranks' finding says so.
         withheld = (
             f"; until they arrive together, bucket advice is withheld: {100 * share:.0f}% of "
             "the gradient collectives' time is waiting, not transfer"
         )
         late = late and msgspec.structs.replace(late, action=late.action + withheld)
         turns = turns and msgspec.structs.replace(turns, action=turns.action + withheld)
-    found: list[Finding | None] = [*_bucket_findings(job, name, of.name, late or turns)]
+        buckets = []
+    else:
+        buckets = [waiting(job, name, share)]
+    found: list[Finding | None] = [*buckets]
     found += [
         unhidden_gathers(job, name, of.name),
         desync(job, name),

@@ -20,7 +20,6 @@ OUTSIZED = 2
 
 
 class LastBucket(msgspec.Struct, frozen=True, kw_only=True):
-    rank_steps: int  # (rank, step)s whose last backward all-reduce was found
     bucket_bytes: int  # the last bucket's bytes (median over those)
     reduce_ns: int  # its reduce: transfer time where the ranks are aligned, else its duration
     on: str  # "transfer" or "duration"
@@ -87,23 +86,19 @@ def last_bucket(job: JobReport) -> LastBucket | None:
         orient="row",
     )
     both = last.join(ready, on=["rank", "step"], how="left")
-    known = both.drop_nulls("gradient_bytes")
-    elements = both["elements"].drop_nulls()
-    element = both.filter(pl.col("elements") > 0).select(
-        (pl.col("bucket_bytes") // pl.col("elements")).median()
-    ).item() if elements.len() else None  # fmt: skip
+    sized = both.filter(pl.col("elements") > 0)
     return LastBucket(
-        rank_steps=both.height,
-        bucket_bytes=int(both["bucket_bytes"].median()),  # type: ignore[arg-type]
-        reduce_ns=int(both["reduce_ns"].median()),  # type: ignore[arg-type]
+        bucket_bytes=_median(both["bucket_bytes"]) or 0,
+        reduce_ns=_median(both["reduce_ns"]) or 0,
         on=on,
-        element_bytes=None if element is None else int(element),
-        gradient_bytes=int(known["gradient_bytes"].median()) if known.height else None,  # type: ignore[arg-type]
-        gradients_known=known.height,
+        element_bytes=_median(sized["bucket_bytes"] // sized["elements"]),
+        gradient_bytes=_median(both["gradient_bytes"]),
+        gradients_known=both.height - both["gradient_bytes"].null_count(),
         others_bytes=_median(both["others_bytes"]),
     )
 
 
 def _median(values: pl.Series) -> int | None:
+    """The median of the known values, a whole number; None where none is known."""
     known = values.drop_nulls()
     return int(known.median()) if known.len() else None  # type: ignore[arg-type]
