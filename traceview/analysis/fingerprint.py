@@ -45,8 +45,9 @@ class Fingerprint(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def key(self) -> tuple[object, ...]:
-        """Runs with one key are of one model (coarser than same_model: what is known)."""
-        return (self.params, self.gradients, self.mode, self.micro_batch, self.seq_len)
+        """Runs with a run record and one key are of one model: Ψ is known for each, and the
+        gradients' count, which only traces with shapes give, is left out."""
+        return (self.params, self.mode, self.micro_batch, self.seq_len)
 
 
 def traced_params(job: JobReport) -> tuple[int | None, int | None]:
@@ -78,3 +79,12 @@ def fingerprint(job: JobReport) -> Fingerprint:
         micro_batch=run.config.micro_batch if run is not None else None,
         seq_len=run.config.seq_len if run is not None else None,
     )
+
+
+RunKey = tuple[str, tuple[object, ...]]  # strategy, model
+
+
+def run_key(job: JobReport) -> RunKey | None:
+    """A run's strategy and model, by which predictions and findings across DP degrees set
+    like against like; None without a run record (no degree to set it at)."""
+    return None if job.run is None else (job.run.strategy, fingerprint(job).key)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from traceview.analysis.fingerprint import fingerprint
+from traceview.analysis.fingerprint import RunKey, run_key
 from traceview.analysis.job import JobReport
 from traceview.analysis.scaling import step_times, threads_per_rank
 from traceview.analysis.whatif import calibrate
@@ -174,11 +174,11 @@ def checked_predictions(jobs: list[JobReport]) -> list[CheckedPrediction]:
     return out
 
 
-def _by_model(jobs: list[JobReport]) -> dict[tuple[str, tuple[object, ...]], list[JobReport]]:
+def _by_model(jobs: list[JobReport]) -> dict[RunKey, list[JobReport]]:
     """The runs with a run record by strategy and model (analysis/fingerprint.py): a run is
     predicted from runs of its own model only."""
-    out: dict[tuple[str, tuple[object, ...]], list[JobReport]] = {}
+    out: dict[RunKey, list[JobReport]] = {}
     for job in jobs:
-        if job.run is not None:
-            out.setdefault((job.run.strategy, fingerprint(job).key), []).append(job)
+        if (key := run_key(job)) is not None:
+            out.setdefault(key, []).append(job)
     return out

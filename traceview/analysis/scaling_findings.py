@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import msgspec
 
 from traceview.analysis.finding import Finding
-from traceview.analysis.fingerprint import fingerprint
+from traceview.analysis.fingerprint import RunKey, run_key
 from traceview.analysis.job import JobReport
 from traceview.analysis.prediction import CheckedPrediction
 
@@ -54,15 +54,12 @@ def per_rank_step(job: JobReport) -> PerRankStep | None:
 Named = tuple[str, JobReport]  # a run's name as outputs say it, and its report
 
 
-Key = tuple[str, tuple[object, ...]]  # strategy, model (analysis/fingerprint.py)
-
-
-def _by_model(jobs: Sequence[Named]) -> dict[Key, list[tuple[Named, PerRankStep]]]:
+def _by_model(jobs: Sequence[Named]) -> dict[RunKey, list[tuple[Named, PerRankStep]]]:
     """The measured runs by strategy and model, by DP degree: like is set against like."""
-    out: dict[Key, list[tuple[Named, PerRankStep]]] = {}
+    out: dict[RunKey, list[tuple[Named, PerRankStep]]] = {}
     for name, job in jobs:
-        if job.run is not None and (measured := per_rank_step(job)) is not None:
-            key = (job.run.strategy, fingerprint(job).key)
+        key = run_key(job)
+        if key is not None and (measured := per_rank_step(job)) is not None:
             out.setdefault(key, []).append(((name, job), measured))
     return {k: sorted(runs, key=lambda r: r[1].dp) for k, runs in out.items()}
 
