@@ -57,7 +57,7 @@ def walk(rows: pl.DataFrame, windows: pl.DataFrame) -> tuple[pl.DataFrame, pl.Da
     via = np.where(crossing, theirs, np.arange(n))  # the work the path enters this one by
     entry_time = np.where(crossing, arrive, start)
     pred = _predecessors(gid[via], lane[via], entry_time, gid, lane, start, end)
-    host = rows["host"].to_numpy() if "host" in rows.columns else np.zeros(n, dtype=bool)
+    host = rows["host"].to_numpy()
     if host.any():
         resumed_by_collectives(pred, host & (kind == _COMM), host & (via == np.arange(n)),
                                gid, lane, start, end)  # fmt: skip

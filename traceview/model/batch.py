@@ -25,7 +25,8 @@ class Batch(msgspec.Struct, frozen=True, kw_only=True):
 
     traces: tuple[Trace, ...]  # each rank's own description: meta, thread names, events
     events: pl.DataFrame  # every trace's events (with `part` where there are several)
-    comm_args: pl.DataFrame  # every trace's collective arguments (likewise)
+    # every trace's kept args (parse/names.py KEEPS_ARGS: collectives' and gradients'), likewise
+    comm_args: pl.DataFrame
 
 
 def batch_of(traces: Sequence[Trace]) -> Batch:

@@ -28,7 +28,8 @@ class Trace(msgspec.Struct, frozen=True, kw_only=True):
     path: Path
     meta: TraceMeta
     events: pl.DataFrame  # row, ts_ns, end_ns, name, cat, pid, tid, correlation, ...
-    comm_args: pl.DataFrame  # row -> collective arguments, for the few ops that have them
+    # row -> the kept args (parse/names.py KEEPS_ARGS: collectives' and gradients' shapes)
+    comm_args: pl.DataFrame
     thread_names: dict[tuple[int, int], tuple[str, ...]]
     notes: tuple[Note, ...]
     size_bytes: int  # uncompressed
