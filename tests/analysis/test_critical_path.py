@@ -282,14 +282,19 @@ def gloo_rank(compute_us: float, arrive_us: float, after_us: float, resume_us: f
     ]  # fmt: skip
 
 
-def test_a_gloo_job_s_path_crosses_to_the_rank_that_arrived_last(tmp_path):
-    folder = tmp_path / "job"
+def gloo_job(folder: Path, ranks: list[tuple[float, ...]]) -> Path:
+    """A Gloo job of gloo_rank's ranks, one (compute, arrive, after[, resume]) each."""
     folder.mkdir()
+    for rank, shape in enumerate(ranks):
+        events = gloo_rank(*shape)
+        tb.write(folder / f"rank{rank}.json", tb.document(events, rank=rank, backend="gloo"))
+    return folder
+
+
+def test_a_gloo_job_s_path_crosses_to_the_rank_that_arrived_last(tmp_path):
     # Rank 0 computes [0,300) and arrives at 310; rank 1 computes [0,600) and arrives at 610;
     # both leave at 700, then compute [710,900) and [710,880).
-    for rank, (compute, arrive, after) in enumerate([(300, 310, 190), (600, 610, 170)]):
-        events = gloo_rank(compute, arrive, after)
-        tb.write(folder / f"rank{rank}.json", tb.document(events, rank=rank, backend="gloo"))
+    folder = gloo_job(tmp_path / "job", [(300, 310, 190), (600, 610, 170)])
     found = traceview.load(folder).critical_path()
     # Both step spans end at 1000: the path begins on rank 0, idle [900,1000) after its last
     # op; its compute [710,900); idle [700,710); the all-reduce, whose last rank is rank 1
@@ -307,25 +312,15 @@ def test_a_gloo_job_s_path_crosses_to_the_rank_that_arrived_last(tmp_path):
     assert sum(found.attribution(1).values()) == 1000 * US
     # Each segment names the work that takes most of it; gaps name none.
     assert found.segments["top_work"].to_list() == [
-        "aten::mm",
-        None,
-        "gloo:all_reduce",
-        None,
-        "aten::add",
-        None,
-    ]
+        "aten::mm", None, "gloo:all_reduce", None, "aten::add", None
+    ]  # fmt: skip
 
 
 def test_a_cpu_thread_that_resumes_before_the_collective_s_span_ends_follows_it(tmp_path):
-    folder = tmp_path / "job"
-    folder.mkdir()
     # As above, but rank 0's training thread resumes at 690, 10 µs before its gloo span ends
     # (Gloo signals the result, then its span goes on): the op at 690 follows a 390 µs gap
     # on its own thread and starts in the span's last tenth, so it waited for the all-reduce.
-    runs = [(300, 310, 190, 690), (600, 610, 170, 710)]
-    for rank, (compute, arrive, after, resume) in enumerate(runs):
-        events = gloo_rank(compute, arrive, after, resume)
-        tb.write(folder / f"rank{rank}.json", tb.document(events, rank=rank, backend="gloo"))
+    folder = gloo_job(tmp_path / "job", [(300, 310, 190, 690), (600, 610, 170, 710)])
     found = traceview.load(folder).critical_path()
     # The all-reduce is on the path up to 690, its transfer from rank 1's arrival at 610 — not
     # rank 0's idle [300,690) and compute [0,300), which the walk by end times alone gave.

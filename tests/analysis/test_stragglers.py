@@ -18,6 +18,17 @@ from traceview.analysis.stragglers import StepStraggler
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
 
 
+def all_reduce(arrive: float, end: float, seq: int) -> list[tb.Event]:
+    """A 1 MB all-reduce kernel from `arrive` to `end` µs, launched 10 µs before, at `seq`."""
+    return [
+        tb.launch(seq, arrive - 10),
+        tb.kernel(ALLREDUCE, arrive, end - arrive, corr=seq, stream=20,
+                  **{"Collective name": "allreduce", "In msg nelems": 1 << 18,
+                     "Out msg nelems": 1 << 18, "dtype": "Float", "Process Group Name": "0",
+                     "Seq": seq}),
+    ]  # fmt: skip
+
+
 def stepped(tmp_path: Path, late: list[int | None], ranks: int = 4) -> Path:
     """Step s+1 = [1000 s, 1000 s + 1000) µs holds one 1 MB all-reduce ending at 1000 s + 450 on
     every rank. Every rank arrives at 1000 s + 350 except late[s], which arrives 70 µs later
@@ -29,14 +40,7 @@ def stepped(tmp_path: Path, late: list[int | None], ranks: int = 4) -> Path:
         for s, who in enumerate(late):
             base = 1000 * s
             start = base + (420 if who == rank else 350)
-            events += [
-                tb.step(s + 1, base, 1000),
-                tb.launch(s + 1, start - 10),
-                tb.kernel(ALLREDUCE, start, base + 450 - start, corr=s + 1, stream=20,
-                          **{"Collective name": "allreduce", "In msg nelems": 1 << 18,
-                             "Out msg nelems": 1 << 18, "dtype": "Float",
-                             "Process Group Name": "0", "Seq": s + 1}),
-            ]  # fmt: skip
+            events += [tb.step(s + 1, base, 1000), *all_reduce(start, base + 450, s + 1)]
         tb.write(folder / f"rank{rank}.json", tb.document(events, rank=rank, world=ranks))
     return folder
 
@@ -160,22 +164,15 @@ def late_and_often_last(tmp_path: Path) -> Path:
                 arrive = end - 100 + (2 if rank == 3 else 0)
                 if c == 0 and rank == 1:
                     arrive = end - 30
-                corr = 3 * s + c + 1
-                events += [
-                    tb.launch(corr, base + arrive - 10),
-                    tb.kernel(ALLREDUCE, base + arrive, end - arrive, corr=corr, stream=20,
-                              **{"Collective name": "allreduce", "In msg nelems": 1 << 18,
-                                 "Out msg nelems": 1 << 18, "dtype": "Float",
-                                 "Process Group Name": "0", "Seq": corr}),
-                ]  # fmt: skip
+                events += all_reduce(base + arrive, base + end, 3 * s + c + 1)
         tb.write(folder / f"rank{rank}.json", tb.document(events, rank=rank, world=4))
     return folder
 
 
 def test_the_straggler_is_the_rank_whose_lateness_costs_most_waiting(tmp_path):
     folder = late_and_often_last(tmp_path)
-    job = traceview.load(folder).report
-    cross = job.cross_rank
+    loaded = traceview.load(folder)
+    cross = loaded.report.cross_rank
     assert cross is not None and cross.aligned
     # Each step: at the first call ranks 0 and 2 wait 70 µs for rank 1, rank 3 68 µs (208);
     # at each of the other two ranks 0-2 wait 2 µs for rank 3 (6). Over 8 steps: rank 1 causes
@@ -184,12 +181,12 @@ def test_the_straggler_is_the_rank_whose_lateness_costs_most_waiting(tmp_path):
         (0, 0, 0), (1, 8, 1_664_000), (2, 0, 0), (3, 16, 96_000),
     ]  # fmt: skip
     assert cross.straggler == 1
-    (found,) = traceview.load(folder).findings
+    (found,) = loaded.findings
     assert found.rule == "straggler"
     # 1,664 of all 1,760 µs waited (94.5 %); ranks 0, 2, 3 spend 100 + 100 + 98 µs in each of
     # the three calls a step, 894 µs, 7,152 over 8 steps, of which 1,664 (23.3 %) waiting for
-    # rank 1. Per step the costliest late rank is rank 1 (208
-    # against 12 µs), its calls' wait share 220 / 1,124 ≥ 10 %: 8 of 8 steps.
+    # rank 1. Per step the costliest late rank is rank 1 (208 against 12 µs), its calls' wait
+    # share 220 / 1,124 ≥ 10 %: 8 of 8 steps.
     assert found.numbers == {
         "rank": 1, "caused_wait_ms": 1.664, "caused_share_pct": 94.5,
         "others_wait_for_it_pct": 23.3, "steps_waited_for": 8, "steps_with_a_straggler": 8,
