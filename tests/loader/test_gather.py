@@ -47,5 +47,28 @@ def test_the_gathered_job_lives_where_the_run_record_is(tmp_path):
     (job,) = traceview.load_runs([first, second]).jobs
     assert job.folder == second  # named second, but it holds the run record
     assert [r.rank for r in job.ranks] == [0, 1]
-    assert [f.parent for f in job.rank_files] == [second, first]  # each rank's own file
+    assert [f.parent for (f,) in job.rank_files] == [second, first]  # each rank's own file
     assert job.intervals["rank"].unique().sort().to_list() == [0, 1]  # read again from there
+
+
+def rank_folder(parent, rank: int, world: int):
+    where = parent / f"rank{rank}"
+    where.mkdir(parents=True)
+    doc = tb.document(tb.gpu_example(group=world), rank=rank, world=world)
+    tb.write(where / f"host_{100 + rank}.1.pt.trace.json", doc)
+
+
+def test_a_folder_per_rank_of_one_world_is_one_job(tmp_path):
+    for rank in (0, 1):
+        rank_folder(tmp_path / "job", rank, 2)
+    (job,) = traceview.load_runs([tmp_path / "job"]).jobs
+    assert job.folder == tmp_path / "job"
+    assert [r.rank for r in job.ranks] == [0, 1]
+    assert "gathered from 2 folders" in job.ranks[0].notes[-1].message
+
+
+def test_rank_folders_of_different_worlds_stay_apart(tmp_path):
+    rank_folder(tmp_path / "job", 0, 2)
+    rank_folder(tmp_path / "job", 1, 4)
+    runs = traceview.load_runs([tmp_path / "job"])
+    assert [[r.rank for r in job.ranks] for job in runs.jobs] == [[0], [1]]

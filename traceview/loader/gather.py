@@ -1,17 +1,22 @@
-"""One run written on several hosts, each rank's trace into its own host's folder: the folders
-named together are one job again (docs/harness.md "Several hosts"). The harness writes the
-launch's identity into every trace (TraceRun.run_id); jobs whose every trace names the same
-launch, holding different ranks, are gathered into one, whose folder is the one holding the run
-record (rank 0's)."""
+"""One run written into several folders, read as one job again:
+- on several hosts, each rank's trace into its own host's folder, the folders named together
+  (docs/harness.md "Several hosts"): the harness writes the launch's identity into every trace
+  (TraceRun.run_id); jobs whose every trace names the same launch, holding different ranks of
+  one world, are gathered into one, whose folder is the one holding the run record (rank 0's);
+- a user's script writing each rank's traces into a folder of its own (`rank0/`, `rank1/`):
+  sibling folders each holding part of one world — the same world size, backend and no
+  launch, different ranks, profiled at the same time — are one job, in their parent folder."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from traceview.errors import Note, TraceviewError
+from traceview.loader.sources import SAME_JOB_SLACK_NS
 from traceview.parse.run_record import RUN_RECORD
 
 if TYPE_CHECKING:
@@ -25,32 +30,60 @@ def launch_of(job: Job) -> str | None:
 
 
 def gathered(jobs: list[Job]) -> list[Job]:
-    """The jobs, those of one launch in several folders made one (in the first one's place)."""
-    launches = [launch_of(j) if j.folder is not None and not j.stored else None for j in jobs]
-    groups: dict[str, list[Job]] = defaultdict(list)
-    for job, launch in zip(jobs, launches, strict=True):
-        if launch is not None:
-            groups[launch].append(job)
+    """The jobs, those of one launch, or one world's ranks in sibling folders, made one (in
+    the first one's place)."""
+    keys = [_key(j) for j in jobs]
+    groups: dict[tuple[str, ...], list[Job]] = defaultdict(list)
+    for job, key in zip(jobs, keys, strict=True):
+        if key is not None:
+            groups[key].append(job)
     out, done = [], set()
-    for job, launch in zip(jobs, launches, strict=True):
-        parts = groups.get(launch, []) if launch is not None else []
-        if len(parts) < 2 or not _disjoint(parts):
+    for job, key in zip(jobs, keys, strict=True):
+        parts = groups.get(key, []) if key is not None else []
+        if len(parts) < 2 or not _one_world(parts):
             out.append(job)
-        elif launch not in done:
-            done.add(launch)
-            out.append(_one(parts, launch))  # type: ignore[arg-type]
+        elif key not in done:
+            done.add(key)
+            out.append(_one(parts, key))  # type: ignore[arg-type]
     return out
 
 
-def _disjoint(parts: list[Job]) -> bool:
-    ranks = [r.rank for job in parts for r in job.ranks]
-    return None not in ranks and len(ranks) == len(set(ranks))
+def _key(job: Job) -> tuple[str, ...] | None:
+    """What the job's folders are gathered by: its launch, else — for part of a world — its
+    parent folder."""
+    if job.folder is None or job.stored:
+        return None
+    launch = launch_of(job)
+    if launch is not None:
+        return ("launch", launch)
+    worlds = {r.world_size for r in job.ranks}
+    world = worlds.pop() if len(worlds) == 1 else None
+    if world is None or len(job.ranks) >= world or (job.folder / RUN_RECORD).exists():
+        return None
+    return ("parent", str(job.folder.parent))
 
 
-def _one(parts: list[Job], launch: str) -> Job:
+def _one_world(parts: list[Job]) -> bool:
+    """Different ranks of one world size and backend, profiled at the same time."""
+    reports = [r for job in parts for r in job.ranks]
+    ranks = [r.rank for r in reports]
+    if None in ranks or len(ranks) != len(set(ranks)):
+        return False
+    if len({(r.world_size, r.backend) for r in reports}) > 1:
+        return False
+    spans = [r.epoch_span_ns for r in reports if r.epoch_span_ns is not None]
+    return not spans or max(s[0] for s in spans) - min(s[1] for s in spans) <= SAME_JOB_SLACK_NS
+
+
+def _one(parts: list[Job], key: tuple[str, ...]) -> Job:
     home = next((j for j in parts if j.folder and (j.folder / RUN_RECORD).exists()), parts[0])
     folders = ", ".join(str(j.folder) for j in parts)
-    note = Note(message=f"gathered from {len(parts)} folders of one launch ({launch}): {folders}")
+    if key[0] == "launch":
+        said = f"gathered from {len(parts)} folders of one launch ({key[1]}): {folders}"
+    else:
+        home = msgspec.structs.replace(home, folder=Path(key[1]))
+        said = f"gathered from {len(parts)} folders, each holding some ranks: {folders}"
+    note = Note(message=said)
     pairs = sorted(
         ((r, f) for j in parts for r, f in zip(j.ranks, j.rank_files, strict=True)),
         key=lambda pair: pair[0].rank or 0,
