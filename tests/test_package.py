@@ -110,4 +110,4 @@ def test_the_step_table_holds_a_breakdowns_fields():
     from traceview.analysis.breakdown import Breakdown
     from traceview.tables import BREAKDOWN_COLUMNS
 
-    assert Breakdown.__struct_fields__ == BREAKDOWN_COLUMNS
+    assert Breakdown.__struct_fields__ == (*BREAKDOWN_COLUMNS, "gaps_ns")

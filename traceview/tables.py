@@ -112,7 +112,8 @@ JOB_CALLS_SCHEMA: dict[str, pl.DataType] = {
     "bandwidth_on": pl.String(),
 }
 
-# A step's figures (analysis/breakdown.py Breakdown, whose fields these are: a test checks).
+# A step's figures (analysis/breakdown.py Breakdown, whose fields these are but `gaps_ns`,
+# which no step has: a test checks).
 BREAKDOWN_COLUMNS = (
     "start_ns",
     "end_ns",

@@ -67,7 +67,10 @@ def test_analyze_of_a_folder_leads_with_the_ranks_side_by_side(tmp_path):
     }
 
 
-def test_steps_that_no_trace_has_are_said(tmp_path):
-    done = cli("analyze", three_ranks(tmp_path), "--steps", "7-9")
-    assert done.code == 0
-    assert "traceview: warning: --steps 7-9: no such step in the traces (steps 1–1)" in done.err
+def test_steps_that_no_trace_has_are_refused(tmp_path):
+    folder = three_ranks(tmp_path)
+    done = cli("analyze", folder, "--steps", "7-9")
+    assert (done.code, done.out) == (2, "")
+    assert done.err == (
+        f"traceview: error: no steps 7-9 in {folder} (steps 1): name steps it has, e.g. --steps 1\n"
+    )

@@ -28,10 +28,13 @@ class Breakdown(msgspec.Struct, frozen=True, kw_only=True):
     exposed_comm_ns: int | None
     compute_only_ns: int | None
     idle_ns: int | None
+    # Time inside [start, end) that was not profiled: between a rank's profiling cycles
+    # (analysis/cycles.py). No step has any; it is no part of the window.
+    gaps_ns: int = 0
 
     @property
     def window_ns(self) -> int:
-        return self.end_ns - self.start_ns
+        return self.end_ns - self.start_ns - self.gaps_ns
 
     @property
     def overlap_pct(self) -> float | None:

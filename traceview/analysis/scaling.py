@@ -112,12 +112,12 @@ def beside_theory(measured: float | None, theory: float | None, as_run: float | 
 def step_times(job: JobReport) -> StepTimes | None:
     """From the run record: its steps after the first (which warms caches and rebuilds DDP's
     buckets) that ran unprofiled, else its profiled ones. Without one: per profiled step, the
-    slowest rank's step window."""
+    slowest rank's step window, over the steps in which some rank worked."""
     if job.run is not None and (from_record := record_step_times(job.run)) is not None:
         return from_record
     per_step: dict[int, float] = {}
     for r in job.ranks:
-        for s in r.steps:
+        for s in (s for s in r.steps if s.holds_work):
             per_step[s.step] = max(per_step.get(s.step, 0.0), s.breakdown.window_ns / 1e9)
     return _times(list(per_step.values()), "trace step windows") if per_step else None
 

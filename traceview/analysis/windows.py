@@ -31,6 +31,13 @@ class StepBreakdown(msgspec.Struct, frozen=True, kw_only=True):  # as Breakdown:
     breakdown: Breakdown
     partial: bool = False  # the trace was cut short and this step may be missing work
 
+    @property
+    def holds_work(self) -> bool:
+        """Whether any compute ran in it: the step the profiler opens at a loop's last
+        `prof.step()` and closes as it stops holds none (at most the tail of a collective that
+        began before it), and is no training step."""
+        return self.breakdown.compute_ns > 0
+
 
 class BeforeFirstStep(msgspec.Struct, frozen=True, kw_only=True):
     """Kernels whose launch is not in the trace: launched before the profiling window (the

@@ -29,6 +29,7 @@ from traceview.loader import (
     BYTES_PER_EVENT,
     MAX_EVENT_BYTES,
     Failure,
+    Job,
     Runs,
     RunSource,
     load_runs,
@@ -113,14 +114,36 @@ def add_step_filter(p: argparse.ArgumentParser) -> None:
     )
 
 
-def warn_missing_steps(steps: StepSelection | None, runs: Runs) -> None:
-    """--steps naming steps no trace has: said, with the steps there are."""
+def check_steps(steps: StepSelection | None, jobs: Sequence[Job], option: str = "--steps") -> None:
+    """`option` naming a step a job lacks (a single step it does not have, a range holding
+    none of its steps) is bad input: refused, naming the steps it has."""
     if steps is None:
         return
-    have = sorted({s.step for r in runs.reports for s in r.steps})
-    if not any(step in steps for step in have):
-        there = f"steps {have[0]}–{have[-1]}" if have else "no profiler steps"
-        say("warning", f"--steps {steps}: no such step in the traces ({there})")
+    for job in jobs:
+        have = sorted({s.step for r in job.ranks for s in r.steps})
+        lacking = [
+            str(lo) if lo == hi else f"{lo}-{hi}"
+            for lo, hi in steps.ranges
+            if not any(lo <= step <= hi for step in have)
+        ]
+        if lacking:
+            there = f"steps {step_ranges(have)}" if have else "no profiler steps"
+            which = "step" if len(lacking) == 1 and "-" not in lacking[0] else "steps"
+            raise TraceviewError(
+                f"no {which} {', '.join(lacking)} in {job.name} ({there}): name steps it has, "
+                f"e.g. {option} {have[0] if have else 0}"
+            )
+
+
+def step_ranges(steps: Sequence[int]) -> str:
+    """Sorted step numbers as runs: 2–5, 8–11."""
+    runs: list[list[int]] = []
+    for step in steps:
+        if runs and step == runs[-1][1] + 1:
+            runs[-1][1] = step
+        else:
+            runs.append([step, step])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
 
 
 def positive_int(text: str) -> int:

@@ -11,6 +11,7 @@ import msgspec
 from traceview.analysis.rank import RankReport
 from traceview.errors import Note, TraceviewError
 from traceview.inputs import ProgressFn
+from traceview.loader.cycles import ranks_of
 from traceview.loader.gather import gathered, said_missing
 from traceview.loader.job import Job, Runs
 from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many, not_finished
@@ -68,7 +69,8 @@ def load_runs(
         if source.folder is not None and source.unfinished is not None:
             failures.append(not_finished(source.folder, source.unfinished))
             continue
-        reports = [o for f in source.files if isinstance(o := outcomes[f], RankReport)]
+        read = [f for f in source.files if isinstance(outcomes[f], RankReport)]
+        reports, read_from = ranks_of([outcomes[f] for f in read], read)  # type: ignore[misc]
         for f in source.files:
             if isinstance(o := outcomes[f], Failure):
                 if o.not_a_trace and source.folder is not None:
@@ -90,13 +92,12 @@ def load_runs(
                     failures.append(Failure(source.folder, f"{source.folder}: {why}"))
         if reports:
             mine = tuple(o for f in source.files if isinstance(o := outcomes[f], Failure))
-            read_from = tuple(f for f in source.files if isinstance(outcomes[f], RankReport))
             loaded.append(
                 Job(
                     folder=source.folder,
                     ranks=tuple(reports),
                     failures=mine,
-                    rank_files=read_from,
+                    rank_files=tuple(read_from),
                     stored=source.stored,
                     options=options,
                 )

@@ -17,6 +17,7 @@ from traceview import preload
 from traceview.analysis.rank import RankReport
 from traceview.errors import CannotWrite, TraceviewError
 from traceview.inputs import is_stream
+from traceview.loader.cycles import refuse_cycles
 from traceview.loader.engines import ENGINES, map_on_ray
 from traceview.loader.on_nodes import NodeIngest, ingest_on_nodes
 from traceview.loader.parallel import (
@@ -333,6 +334,7 @@ def _commit(
     """(Under the writer lock.) One job's outcome into the store; refused whole when its traces
     cannot be one job (nothing in place changes)."""
     if source.folder is not None and written:
+        refuse_cycles(source.folder, written)
         check_one_job(source.folder, written)
         rankless = [w.trace.name for w in written if w.rank is None]
         if len(rankless) > 1:

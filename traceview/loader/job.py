@@ -37,6 +37,7 @@ from traceview.analysis.strategy_of import StrategyOf
 from traceview.analysis.whatif import Calibration, calibrate
 from traceview.errors import TraceviewError
 from traceview.inputs import is_stream
+from traceview.loader.cycles import rejoined
 from traceview.loader.parallel import Failure, Options, analyze_many
 from traceview.loader.stored import read_partitions, read_work
 from traceview.parse.run_record import RunRecord, read_run_record
@@ -51,9 +52,10 @@ class Job(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     folder: Path | None  # None for a trace named on its own
     ranks: tuple[RankReport, ...]
     failures: tuple[Failure, ...] = ()
-    # Where each rank was read from (its trace, or its store partition) and how: what a load
-    # left out (the intervals) is read from there when first asked for.
-    rank_files: tuple[Path, ...] = ()
+    # Where each rank was read from (its traces — one a profiling cycle — or its store
+    # partition) and how: what a load left out (the intervals) is read from there when first
+    # asked for.
+    rank_files: tuple[tuple[Path, ...], ...] = ()
     stored: bool = False
     options: Options | None = None
 
@@ -164,7 +166,7 @@ class Job(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         missing = [i for i, f in enumerate(frames) if f is None]
         if missing:  # ranks read from a store without it
             read = read_work(
-                [self.rank_files[i] for i in missing], [self.ranks[i].rank for i in missing]
+                [self.rank_files[i][0] for i in missing], [self.ranks[i].rank for i in missing]
             )
             for i, frame in zip(missing, read, strict=True):
                 frames[i] = frame
@@ -193,18 +195,22 @@ class Job(msgspec.Struct, frozen=True, kw_only=True, dict=True):
     def _read_intervals(self, indexes: list[int]) -> list[pl.DataFrame | None]:
         if self.options is None or len(self.rank_files) != len(self.ranks):
             raise TraceviewError(f"{self.name}: loaded without its intervals (keep_intervals)")
-        files = [self.rank_files[i] for i in indexes]
+        groups = [self.rank_files[i] for i in indexes]
+        files = [f for group in groups for f in group]
         if any(is_stream(f) for f in files):
             raise TraceviewError(f"{self.name}: a stream cannot be read again for its intervals")
         options = msgspec.structs.replace(self.options, keep_intervals=True)
-        outcomes = (
+        outcomes = iter(
             read_partitions(files, options) if self.stored else analyze_many(files, options=options)
         )
         out = []
-        for outcome in outcomes:
-            if isinstance(outcome, Failure):
-                raise TraceviewError(outcome.message)
-            out.append(outcome.intervals)
+        for group in groups:
+            cycles = []
+            for outcome in (next(outcomes) for _ in group):
+                if isinstance(outcome, Failure):
+                    raise TraceviewError(outcome.message)
+                cycles.append(outcome)
+            out.append(rejoined(cycles).intervals)
         return out
 
 

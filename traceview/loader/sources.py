@@ -170,10 +170,7 @@ def check_one_job(folder: Path, reports: Sequence[RankIdentity]) -> None:
         if r.rank is None:
             continue
         if r.rank in by_rank:
-            raise TraceviewError(
-                f"{folder}: rank {r.rank} is claimed by both {by_rank[r.rank].trace.name} "
-                f"and {r.trace.name}"
-            )
+            raise TraceviewError(_claimed_twice(folder, r.rank, by_rank[r.rank], r))
         by_rank[r.rank] = r
     for attr, said in (
         ("world_size", "world_size"),
@@ -197,6 +194,25 @@ def check_one_job(folder: Path, reports: Sequence[RankIdentity]) -> None:
                 f"{folder}: mixes traces of different jobs ({earliest_end[1].trace.name} ends "
                 f"{gap / 3.6e12:.1f} h before {latest_start[1].trace.name} starts)"
             )
+
+
+def _claimed_twice(folder: Path, rank: int, a: RankIdentity, b: RankIdentity) -> str:
+    """Why two traces of one rank in one folder are not its profiling cycles, and what to do."""
+    both = f"{folder}: rank {rank} is claimed by both {a.trace.name} and {b.trace.name}"
+    if a.epoch_span_ns and b.epoch_span_ns:
+        apart = max(a.epoch_span_ns[0], b.epoch_span_ns[0]) - min(
+            a.epoch_span_ns[1], b.epoch_span_ns[1]
+        )
+        if apart < 0:
+            return (
+                f"{both}, profiled at the same time: traces of two jobs; move each job's "
+                "traces into a folder of its own"
+            )
+    return (
+        f"{both}, which repeat the same steps or differ in world size, backend or host: two "
+        "runs written into one folder; move each run's traces into a folder of its own (name "
+        "both folders to compare them)"
+    )
 
 
 def read_paths(sources: Sequence[RunSource]) -> tuple[list[Path], list[Path]]:

@@ -28,6 +28,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
-    options.warn_missing_steps(args.steps, runs)
+    options.check_steps(args.steps, runs.jobs)
     text = reporter(args.format).analyze(runs, args.steps, args.per_rank)
     return options.finish(text, args, runs)

@@ -24,4 +24,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
+    options.check_steps(args.steps, runs.jobs)
     return options.finish(reporter(args.format).collectives(runs, args.steps), args, runs)

@@ -27,5 +27,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args, keep_intervals=True)  # read once: the walk needs every rank's
-    options.warn_missing_steps(args.steps, runs)
+    options.check_steps(args.steps, runs.jobs)
     return options.finish(reporter(args.format).critical_path(runs, args.steps), args, runs)

@@ -34,6 +34,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
-    for steps in (args.steps_a, args.steps_b):
-        options.warn_missing_steps(steps, runs)
+    a, b = (runs.jobs[:1], runs.jobs[-1:]) if len(runs.jobs) == 2 else (runs.jobs, runs.jobs)
+    options.check_steps(args.steps_a, a, "--steps-a")
+    options.check_steps(args.steps_b, b, "--steps-b")
     return options.finish(reporter(args.format).diff(runs, args.steps_a, args.steps_b), args, runs)
