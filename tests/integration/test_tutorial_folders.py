@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.run_cli import traceview
+from traceview import find_runs
 
 pytest.importorskip("torch")
 JOB = Path(__file__).with_name("tutorial_job.py")
@@ -96,6 +97,9 @@ def test_a_store_refuses_cycles_saying_what_reads_them(cycles, tmp_path):
 def test_one_folder_per_rank_is_one_job(tmp_path):
     folder = run_job(tmp_path / "traces", 2, 14, "per-rank")
     assert sorted(p.name for p in folder.iterdir()) == ["rank0", "rank1"]
+    # Listed as one run (the dashboard's run list), from the traces' heads.
+    (listed,) = find_runs([folder])
+    assert listed.folder == folder and [p.name for p in listed.parts] == ["rank0", "rank1"]
     (job,) = analyzed(folder)["jobs"]
     assert job["ranks"] == 2
     doc = analyzed(folder)

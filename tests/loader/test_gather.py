@@ -72,3 +72,40 @@ def test_rank_folders_of_different_worlds_stay_apart(tmp_path):
     rank_folder(tmp_path / "job", 1, 4)
     runs = traceview.load_runs([tmp_path / "job"])
     assert [[r.rank for r in job.ranks] for job in runs.jobs] == [[0], [1]]
+
+
+def test_rank_folders_of_one_world_are_listed_as_one_run(tmp_path):
+    # As the dashboard lists runs and ingest names jobs: the folder, once, read from its heads.
+    rank_folder(tmp_path / "job", 0, 2)
+    rank_folder(tmp_path / "job", 1, 2)
+    (run,) = traceview.find_runs([tmp_path])
+    assert run.folder == tmp_path / "job"
+    assert run.parts == (tmp_path / "job" / "rank0", tmp_path / "job" / "rank1")
+    assert [f.parent.name for f in run.files] == ["rank0", "rank1"]
+    assert [r.rank for r in traceview.load(tmp_path / "job").ranks] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    "ranks, worlds",
+    [
+        ((0, 0), (2, 2)),  # rank 0 twice: two runs
+        ((0, 1), (2, 4)),  # two world sizes
+        ((0, 0), (1, 1)),  # each folder a whole world
+    ],
+)
+def test_folders_that_are_no_parts_of_one_world_are_listed_apart(tmp_path, ranks, worlds):
+    for at, (rank, world) in enumerate(zip(ranks, worlds, strict=True)):
+        where = tmp_path / "job" / f"part{at}"
+        where.mkdir(parents=True)
+        doc = tb.document(tb.gpu_example(group=world), rank=rank, world=world)
+        tb.write(where / f"host_{100 + at}.1.pt.trace.json", doc)
+    runs = traceview.find_runs([tmp_path])
+    assert [r.folder.name for r in runs if r.folder] == ["part0", "part1"]
+    assert all(not r.parts for r in runs)
+
+
+def test_a_folder_with_a_run_record_is_never_a_part(tmp_path):
+    rank_folder(tmp_path / "job", 0, 2)
+    rank_folder(tmp_path / "job", 1, 2)
+    (tmp_path / "job" / "rank1" / "run.json").write_text("{}")
+    assert len(traceview.find_runs([tmp_path])) == 2

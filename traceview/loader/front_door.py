@@ -64,46 +64,70 @@ def load_runs(
     )
     partitions = [f for s in sources if s.stored for f in s.files]
     outcomes |= zip(partitions, read_partitions(partitions, options, on_done), strict=True)
-    loaded, failures, skipped = [], [], []
+    loaded: list[Job] = []
+    failures: list[Failure] = []
+    skipped: list[Path] = []
     for source in sources:
         if source.folder is not None and source.unfinished is not None:
             failures.append(not_finished(source.folder, source.unfinished))
             continue
-        read = [f for f in source.files if isinstance(outcomes[f], RankReport)]
-        reports, read_from = ranks_of([outcomes[f] for f in read], read)  # type: ignore[misc]
-        for f in source.files:
-            if isinstance(o := outcomes[f], Failure):
-                if o.not_a_trace and source.folder is not None:
-                    skipped.append(f)
-                else:
-                    failures.append(o)
-        if source.folder is not None:
-            check_one_job(source.folder, reports)
-            why = (
-                stored_incomplete(source.folder, source.files)
-                if source.stored
-                else incomplete_run(source.folder)
-            )
-            if why:
-                # said on every rank it concerns
-                note = Note(message=why, severity="lossy")
-                reports = [msgspec.structs.replace(r, notes=(*r.notes, note)) for r in reports]
-                if not reports:
-                    failures.append(Failure(source.folder, f"{source.folder}: {why}"))
-        if reports:
-            mine = tuple(o for f in source.files if isinstance(o := outcomes[f], Failure))
-            loaded.append(
-                Job(
-                    folder=source.folder,
-                    ranks=tuple(reports),
-                    failures=mine,
-                    rank_files=tuple(read_from),
-                    stored=source.stored,
-                    options=options,
-                )
-            )
+        for part in _parts(source):
+            made = _job(part, outcomes, options, failures, skipped)
+            if made is not None:
+                loaded.append(made)
     found = tuple(said_missing(job) for job in gathered(loaded))
     return Runs(jobs=found, failures=tuple(failures), skipped=tuple(skipped))
+
+
+def _parts(source: RunSource) -> list[RunSource]:
+    """A run listed from sub-folders of one world, a job per sub-folder (gathered() joins them
+    where they ran together); any other run as it is."""
+    return [
+        RunSource(part, tuple(f for f in source.files if f.parent == part)) for part in source.parts
+    ] or [source]
+
+
+def _job(
+    source: RunSource,
+    outcomes: dict[Path, RankReport | Failure],
+    options: Options,
+    failures: list[Failure],
+    skipped: list[Path],
+) -> Job | None:
+    """The source's job from its traces' outcomes; what failed goes to `failures`, JSON files
+    that are no traces to `skipped`."""
+    read = [f for f in source.files if isinstance(outcomes[f], RankReport)]
+    reports, read_from = ranks_of([outcomes[f] for f in read], read)  # type: ignore[misc]
+    for f in source.files:
+        if isinstance(o := outcomes[f], Failure):
+            if o.not_a_trace and source.folder is not None:
+                skipped.append(f)
+            else:
+                failures.append(o)
+    if source.folder is not None:
+        check_one_job(source.folder, reports)
+        why = (
+            stored_incomplete(source.folder, source.files)
+            if source.stored
+            else incomplete_run(source.folder)
+        )
+        if why:
+            # said on every rank it concerns
+            note = Note(message=why, severity="lossy")
+            reports = [msgspec.structs.replace(r, notes=(*r.notes, note)) for r in reports]
+            if not reports:
+                failures.append(Failure(source.folder, f"{source.folder}: {why}"))
+    if not reports:
+        return None
+    mine = tuple(o for f in source.files if isinstance(o := outcomes[f], Failure))
+    return Job(
+        folder=source.folder,
+        ranks=tuple(reports),
+        failures=mine,
+        rank_files=tuple(read_from),
+        stored=source.stored,
+        options=options,
+    )
 
 
 def load(path: str | Path, **options: object) -> Job:

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from traceview.errors import Note, TraceviewError
-from traceview.loader.sources import SAME_JOB_SLACK_NS
+from traceview.loader.sources import ran_together
 from traceview.parse.run_record import RUN_RECORD
+from traceview.plain import counted, noun
 
 if TYPE_CHECKING:
     from traceview.loader.job import Job
@@ -64,15 +65,7 @@ def _key(job: Job) -> tuple[str, ...] | None:
 
 
 def _one_world(parts: list[Job]) -> bool:
-    """Different ranks of one world size and backend, profiled at the same time."""
-    reports = [r for job in parts for r in job.ranks]
-    ranks = [r.rank for r in reports]
-    if None in ranks or len(ranks) != len(set(ranks)):
-        return False
-    if len({(r.world_size, r.backend) for r in reports}) > 1:
-        return False
-    spans = [r.epoch_span_ns for r in reports if r.epoch_span_ns is not None]
-    return not spans or max(s[0] for s in spans) - min(s[1] for s in spans) <= SAME_JOB_SLACK_NS
+    return ran_together([r for job in parts for r in job.ranks])
 
 
 def _one(parts: list[Job], key: tuple[str, ...]) -> Job:
@@ -111,8 +104,9 @@ def said_missing(job: Job) -> Job:
         return job
     where = ", ".join(f"{r.rank} ({r.host})" if r.host else str(r.rank) for r in away)
     note = Note(
-        message=f"the run record names {len(run.ranks) if run else 0} ranks, and rank(s) "
-        f"{where} are not among these traces: a job written on several hosts is read by naming "
+        message=f"the run record names {counted(len(run.ranks) if run else 0, 'rank')}, and "
+        f"{noun(len(away), 'rank')} {where} {noun(len(away), 'is', 'are')} not among these "
+        "traces: a job written on several hosts is read by naming "
         "each host's folder together (docs/harness.md)",
         severity="caveat",
     )

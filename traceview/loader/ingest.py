@@ -31,7 +31,7 @@ from traceview.loader.parallel import (
     reports_together,
     together,
 )
-from traceview.loader.sources import RunSource, check_one_job, find_runs
+from traceview.loader.sources import RunSource, check_one_job, find_runs, ran_together
 from traceview.loader.workers import map_in_processes
 from traceview.parse.run_record import incomplete_run
 from traceview.parse.stream import MAX_EVENT_BYTES
@@ -336,6 +336,11 @@ def _commit(
     if source.folder is not None and written:
         refuse_cycles(source.folder, written)
         check_one_job(source.folder, written)
+        if source.parts and not ran_together(written):
+            raise TraceviewError(
+                f"{source.folder}: its sub-folders hold ranks of one world size that were not "
+                "profiled together: ingest each sub-folder on its own (--job NAME each)"
+            )
         rankless = [w.trace.name for w in written if w.rank is None]
         if len(rankless) > 1:
             raise TraceviewError(

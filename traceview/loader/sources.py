@@ -14,7 +14,8 @@ import msgspec
 
 from traceview.errors import TraceviewError
 from traceview.inputs import STDIN, is_stream
-from traceview.parse.run_record import STATUS_GLOB, read_sweep_index
+from traceview.loader.peek import peek
+from traceview.parse.run_record import RUN_RECORD, STATUS_GLOB, read_sweep_index
 from traceview.store import layout
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -45,6 +46,9 @@ class RunSource(msgspec.Struct, frozen=True):
     files: tuple[Path, ...]  # empty for a run folder that stopped before writing a trace
     stored: bool = False
     unfinished: str | None = None  # a sweep's point that did not finish: why (not read)
+    # Sub-folders each holding some ranks of one world (rank0/, rank1/): listed as one run,
+    # loaded part by part and gathered (loader/gather.py), which checks they ran together.
+    parts: tuple[Path, ...] = ()
 
     @property
     def name(self) -> str:
@@ -120,7 +124,32 @@ def _folder_runs(folder: Path, within: Path | None) -> list[RunSource]:
             below += _folder_runs(child, within)
     if not below and any(folder.glob(STATUS_GLOB)):  # a run that stopped before any trace
         return [RunSource(folder, ())]
-    return below
+    return [world] if (world := _one_world_in_parts(folder, below)) else below
+
+
+def _one_world_in_parts(folder: Path, below: list[RunSource]) -> RunSource | None:
+    """`folder`'s sub-folders as one run where each holds some ranks of one world and nothing
+    else is below it: their traces' heads (peek) name one world size and backend, no rank in
+    two sub-folders, and no sub-folder the whole world."""
+    if len(below) < 2 or any(
+        s.folder is None or s.folder.parent != folder or s.stored or s.unfinished or not s.files
+        or (s.folder / RUN_RECORD).exists()
+        for s in below
+    ):  # fmt: skip
+        return None
+    worlds: set[tuple[int, str | None]] = set()
+    taken: set[int] = set()
+    for source in below:
+        heads = [peek(f) for f in source.files]
+        if any(h is None for h in heads):
+            return None
+        ranks = {h.rank for h in heads if h}
+        worlds |= {(h.world_size, h.backend) for h in heads if h}
+        if taken & ranks or len(worlds) > 1 or len(ranks) >= next(iter(worlds))[0]:
+            return None
+        taken |= ranks
+    files = tuple(f for s in below for f in s.files)
+    return RunSource(folder, files, parts=tuple(s.folder for s in below if s.folder))
 
 
 def _stored_runs(store: Path, within: Path | None) -> list[RunSource]:
@@ -194,6 +223,18 @@ def check_one_job(folder: Path, reports: Sequence[RankIdentity]) -> None:
                 f"{folder}: mixes traces of different jobs ({earliest_end[1].trace.name} ends "
                 f"{gap / 3.6e12:.1f} h before {latest_start[1].trace.name} starts)"
             )
+
+
+def ran_together(reports: Sequence[RankIdentity]) -> bool:
+    """Different known ranks of one world size and backend, profiled at the same time: parts
+    of one job's world, wherever their traces lie."""
+    ranks = [r.rank for r in reports]
+    if None in ranks or len(ranks) != len(set(ranks)):
+        return False
+    if len({(r.world_size, r.backend) for r in reports}) > 1:
+        return False
+    spans = [r.epoch_span_ns for r in reports if r.epoch_span_ns is not None]
+    return not spans or max(s[0] for s in spans) - min(s[1] for s in spans) <= SAME_JOB_SLACK_NS
 
 
 def _claimed_twice(folder: Path, rank: int, a: RankIdentity, b: RankIdentity) -> str:
