@@ -4,6 +4,7 @@ None, and keep a full-page screenshot of each (and of the report)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -51,21 +52,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@contextlib.contextmanager
+def serving(root: Path, log: Path):
+    """`traceview dashboard ROOT` as users start it; its URL once it answers; stopped after."""
     port = free_port()
-    log = tmp_path_factory.mktemp("dashboard") / "server.log"
     with log.open("w") as out:
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "traceview",
-                "dashboard",
-                str(ROOT / "sample_traces"),
-                "--port",
-                str(port),
-            ],
+            [sys.executable, "-m", "traceview", "dashboard", str(root), "--port", str(port)],
             stdout=out,
             stderr=subprocess.STDOUT,
         )
@@ -83,10 +76,17 @@ def server(tmp_path_factory):
             if time.monotonic() > deadline or proc.poll() is not None:
                 pytest.fail(f"dashboard did not start: {log.read_text()[-2000:]}")
             time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}", log
+        yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    log = tmp_path_factory.mktemp("dashboard") / "server.log"
+    with serving(ROOT / "sample_traces", log) as url:
+        yield url, log
 
 
 # Generous: on a busy 2-core machine the first page parses every sample run.
@@ -229,5 +229,37 @@ def test_an_uploaded_trace_gets_the_run_pages(server):
             assert page.locator("[data-testid='stException']").count() == 0
         except playwright.Error as e:
             pytest.fail(f"upload: {e}\n{log.read_text()[-2000:]}")
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+def test_the_dashboard_opens_on_a_good_run_and_says_which_failed(tmp_path):
+    # A run whose traces are broken, with more of them than the good run: never opened on.
+    root = tmp_path / "runs"
+    shutil.copytree(ROOT / "sample_traces" / "cpu_sweep" / "ddp-dp2", root / "good")
+    (root / "broken").mkdir()
+    for rank in range(4):
+        (root / "broken" / f"rank{rank}.json").write_text("{ not json")
+    log = tmp_path / "server.log"
+    with serving(root, log) as url, playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        try:
+            page.goto(f"{url}/timeline")
+            page.wait_for_selector(".vega-embed svg, .vega-embed canvas", timeout=WAIT_MS)
+            chosen = page.locator("[data-testid='stSidebar'] input[aria-label='run']")
+            assert chosen.input_value() == "good"
+            assert page.locator("[data-testid='stAlertContentError']").count() == 0
+            box = page.locator("[data-testid='stSidebar'] [data-testid='stExpander']",
+                               has_text="1 run could not be read")  # fmt: skip
+            assert box.count() == 1
+            box.locator("summary").click()
+            page.wait_for_selector("text=broken: ", timeout=WAIT_MS)
+            said = box.inner_text()
+            assert said.count("broken: ") == 1 and "JSON" in said
+            _look_over(page, "a good run beside a broken one")
+        except playwright.Error as e:
+            pytest.fail(f"default run: {e}\n{log.read_text()[-2000:]}")
         finally:
             browser.close()

@@ -227,9 +227,40 @@ def test_one_bad_run_is_a_message_for_that_run_only(monkeypatch, tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "rank0.json").write_text('{"traceEvents": [{"ph": "X", "ts": NaN}]}')
     at = page("scaling", tmp_path, monkeypatch)
-    (error,) = at.error
-    assert error.value.startswith("bad: ") and "\n" not in error.value
+    assert not at.error  # said once, in the sidebar's box of runs that failed
+    (said,) = failed(at)
+    assert said.startswith("bad: ") and "\n" not in said
     assert len(at.dataframe[0].value) == 1  # the good run, still shown
+
+
+def failed(at: AppTest) -> list[str]:
+    """The lines of the sidebar's one box of runs that could not be read (none: [])."""
+    boxes = [e for e in at.sidebar.expander if e.label.endswith(" could not be read")]
+    assert len(boxes) <= 1
+    if not boxes:
+        return []
+    (text,) = [m.value for m in boxes[0].markdown]
+    lines = [re.sub(r"\\(.)", r"\1", line).removeprefix("- ") for line in text.splitlines()]
+    assert boxes[0].label.startswith(f"{len(lines)} run")
+    return lines
+
+
+def test_the_pages_open_on_the_best_run_that_loads(monkeypatch, tmp_path):
+    # A broken run with more traces than the good one: the pages open on the good one, and
+    # the broken one is said once, in the sidebar, with why.
+    shutil.copytree(SWEEP / "cpu_sweep" / "ddp-dp2", tmp_path / "good")
+    (tmp_path / "bad").mkdir()
+    for rank in range(4):
+        (tmp_path / "bad" / f"rank{rank}.json").write_text("{ not json")
+    for name in ("timeline", "overlap"):
+        at = page(name, tmp_path, monkeypatch)
+        assert next(box.value for box in at.selectbox if box.label == "run") == "good"
+        assert charts(at) and not at.error
+        (said,) = failed(at)
+        assert said.startswith("bad: ") and "JSON" in said
+    # Chosen on purpose, the broken run is its error, in the page.
+    at = page("timeline", tmp_path, monkeypatch, run="bad")
+    assert at.error[0].value.startswith("bad: ")
 
 
 def test_a_bug_is_a_message_not_a_traceback(monkeypatch, tmp_path):
@@ -253,12 +284,12 @@ def test_the_pages_read_a_trace_store(monkeypatch, tmp_path):
     store = tmp_path / "S"
     assert traceview("ingest", SWEEP / "cpu_sweep", "--store", store).code == 0
     runs = page("runs", store, monkeypatch).dataframe[0].value
-    assert len(runs) == 12 and "job=ddp-dp2" in set(runs["run"])
+    assert len(runs) == 12 and "ddp-dp2" in set(runs["run"])  # by its name, not its folder
     for name in ("timeline", "buckets"):
-        at = page(name, store, monkeypatch, run="job=ddp-dp2")
+        at = page(name, store, monkeypatch, run="ddp-dp2")
         assert all(rows > 0 for _, rows in charts(at)) and not at.error
     on_traces = page("buckets", SWEEP, monkeypatch, run="cpu_sweep/ddp-dp2").dataframe[0].value
-    on_store = page("buckets", store, monkeypatch, run="job=ddp-dp2").dataframe[0].value
+    on_store = page("buckets", store, monkeypatch, run="ddp-dp2").dataframe[0].value
     assert on_store.equals(on_traces)
 
 
@@ -344,7 +375,7 @@ def test_the_overlap_page_says_where_the_ranks_collectives_do_not_line_up(monkey
     job(tmp_path, calls)
     at = page("overlap", tmp_path, monkeypatch, run="job")
     assert "Do the ranks' collectives line up?" in [h.value for h in at.subheader]
-    assert any(c.value.startswith("31 calls of 1 group(s) lined up by sequence numbers: 1 sign")
+    assert any(c.value.startswith("31 calls of 1 group lined up by sequence numbers: 1 sign")
                for c in at.caption)  # fmt: skip
     assert any("rank 2 has no call at sequence number 3 of group 7" in m.value for m in at.markdown)
 
@@ -423,7 +454,7 @@ def test_the_overlap_page_draws_the_critical_path(monkeypatch, tmp_path):
     at = page("overlap", tmp_path, monkeypatch, run="job")
     assert "What set each step's end: the critical path" in [h.value for h in at.subheader]
     # tests/analysis/test_critical_path.py: rank 1's compute 450 of the step's 600 µs.
-    assert any(c.value.startswith("Over 1 step(s), the chain of work that set each step's end "
+    assert any(c.value.startswith("Over 1 step, the chain of work that set each step's end "
                                   "spent rank 1's compute 75 %, rank 0's transfer 17 %")
                for c in at.caption)  # fmt: skip
     (path,) = [t for i in range(len(at.get("vega_lite_chart"))) for t in tables(at, i)

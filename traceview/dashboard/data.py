@@ -19,6 +19,7 @@ import traceview
 from traceview import Job, TraceviewError
 from traceview.dashboard import ROOT_ENV
 from traceview.documents.frames import frame
+from traceview.documents.words import job_said
 
 
 def root() -> Path:
@@ -38,9 +39,15 @@ def inside_root(path: Path) -> Path:
     return resolved
 
 
-def _name(source: traceview.RunSource, base: Path) -> str:
+def _path(source: traceview.RunSource, base: Path) -> str:
     where = source.folder if source.folder is not None else source.files[0]
     return str(where.relative_to(base)) if where != base else "."
+
+
+def _name(source: traceview.RunSource, base: Path) -> str:
+    """The run as the pages name it: its path under the root; a stored job by its name."""
+    path = Path(_path(source, base))
+    return str(path.parent / job_said(str(path), whole=False)) if source.stored else str(path)
 
 
 @st.cache_data(show_spinner="Looking for runs…")
@@ -50,7 +57,8 @@ def discover_runs(base: str) -> pl.DataFrame:
     sources = traceview.find_runs([folder], within=folder, empty_ok=True)
     names = [_name(source, folder) for source in sources]
     summaries = [traceview.summarize(source) for source in sources]
-    return frame(summaries, traceview.RunSummary, lead=("run", names))
+    found = frame(summaries, traceview.RunSummary, lead=("run", names))
+    return found.with_columns(path=pl.Series([_path(source, folder) for source in sources]))
 
 
 @st.cache_resource(show_spinner="Analysing traces…", max_entries=32)
@@ -64,6 +72,9 @@ def load_job(folder: str, stamp: float) -> Job:
 
 
 def job_for(run: str) -> Job:
-    path = inside_root(Path(run))
+    """The run a page names (discover_runs' `run`), loaded."""
+    runs = discover_runs(str(root()))
+    paths = dict(zip(runs["run"], runs["path"], strict=True)) if runs.height else {}
+    path = inside_root(Path(paths.get(run, run)))
     stamp = max((p.stat().st_mtime for p in path.iterdir()), default=0.0)
     return load_job(str(path), stamp)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TypeVar
 
 import polars as pl
@@ -13,21 +14,56 @@ from traceview.dashboard import data, overview
 from traceview.dashboard.frames import rank_label, readable
 from traceview.dashboard.upload import UPLOADS
 from traceview.errors import A_BUG, one_line
+from traceview.plain import counted
 
 T = TypeVar("T")
 
 
+def attempt(what: str, load: Callable[[], T]) -> tuple[T | None, str | None]:
+    """Run `load`: its value, or None and one clear line saying why (bad input, or a bug)."""
+    try:
+        return load(), None
+    except TraceviewError as e:
+        return None, one_line(f"{what}: {e.message}")
+    except (OSError, ValueError) as e:
+        return None, one_line(f"{what}: {e}")
+    except Exception as e:  # a bug: this run's message, not a traceback over the page
+        return None, one_line(f"{what}: internal error: {type(e).__name__}: {e} {A_BUG}")
+
+
 def guarded(what: str, load: Callable[[], T]) -> T | None:
     """Run `load`; on bad input show one clear message in the page and return None."""
-    try:
-        return load()
-    except TraceviewError as e:
-        st.error(one_line(f"{what}: {e.message}"))
-    except (OSError, ValueError) as e:
-        st.error(one_line(f"{what}: {e}"))
-    except Exception as e:  # a bug: this run's message, not a traceback over the page
-        st.error(one_line(f"{what}: internal error: {type(e).__name__}: {e} {A_BUG}"))
-    return None
+    value, why = attempt(what, load)
+    if why is not None:
+        st.error(why)
+    return value
+
+
+FAILED = "runs that failed"  # this session's runs that could not be read: name -> why
+
+
+def loaded_run(name: str) -> Job | None:
+    """The run's job; or None, and why kept for the one box of runs that failed (failed_box)."""
+    job, why = attempt(name, partial(data.job_for, name))
+    failed: dict[str, str] = st.session_state.setdefault(FAILED, {})
+    if why is None:
+        failed.pop(name, None)
+    else:
+        failed[name] = why
+    return job
+
+
+def failed_box(runs: pl.DataFrame) -> None:
+    """Every run that could not be read, once, with why and what to do: those whose records
+    say so, and those that failed to load this session (in the sidebar, on every page)."""
+    failed = {
+        run: f"{run}: {why}" for run, why in zip(runs["run"], runs["problem"], strict=True) if why
+    }
+    failed |= st.session_state.get(FAILED, {})
+    if failed:
+        label = f"{counted(len(failed), 'run')} could not be read"
+        with st.sidebar.expander(label, icon=":material/error:"):
+            st.markdown("\n".join(f"- {why.translate(_MARKDOWN)}" for why in failed.values()))
 
 
 CAVEATS = "Caveats"  # the label every page's one caveat box starts with
@@ -77,16 +113,28 @@ def table(frame: pl.DataFrame, columns: Mapping[str, tuple[str, str | None]]) ->
     st.dataframe(readable(frame, columns), hide_index=True, height="content")
 
 
+def best_first(runs: pl.DataFrame) -> list[str]:
+    """The runs found, the one to open on first: a readable record before a broken one, all
+    the ranks its record names before some, then the most rank traces
+    (docs/commands/dashboard.md)."""
+    order = runs.with_row_index("at").sort(
+        pl.col("problem").is_not_null(),
+        pl.col("dp").is_not_null() & (pl.col("traces") < pl.col("dp")),
+        -pl.col("traces"),
+        "at",
+    )
+    return order["run"].to_list()
+
+
 def run_names(runs: pl.DataFrame) -> tuple[list[str], int]:
     """Every run a page can show (those found, then this session's uploads) and the one chosen
-    now: the last chosen on any page, else the run with the most rank traces — the same on
-    every page."""
+    now: the last chosen on any page, else the best (best_first) — the same on every page."""
     uploads: dict[str, Job] = st.session_state.get(UPLOADS, {})
     names = runs["run"].to_list() + list(uploads)
     chosen = st.session_state.get("run")
     if chosen in names:
         return names, names.index(chosen)
-    return names, int(runs["traces"].arg_max() or 0) if runs.height else 0
+    return names, names.index(best_first(runs)[0]) if runs.height else 0
 
 
 def pick_run(label: str = "run") -> tuple[str, Job] | None:
@@ -98,10 +146,15 @@ def pick_run(label: str = "run") -> tuple[str, Job] | None:
         st.warning(f"No traces under {data.root()}. Start the dashboard on a run or sweep folder.")
         return None
     names, index = run_names(runs)
+    if st.session_state.get("run") not in names:  # none chosen yet: the best run that loads
+        ready = next((name for name in best_first(runs) if loaded_run(name)), None)
+        index = names.index(ready) if ready is not None else index
+    failed_box(runs)
     choice = st.sidebar.selectbox(label, names, index=index)
     st.session_state["run"] = choice
-    job = uploads[choice] if choice in uploads else guarded(choice, lambda: data.job_for(choice))
+    job = uploads.get(choice) or loaded_run(choice)
     if job is None:
+        st.error(st.session_state[FAILED][choice])
         return None
     caveat_box(run_caveats(job))
     return choice, job

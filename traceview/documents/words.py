@@ -2,21 +2,59 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from traceview.analysis.findings import NO_FINDINGS
 from traceview.analysis.job import BANDWIDTH_ON_DURATION, LOWER_BOUND
 from traceview.analysis.prediction import CheckedPrediction
 from traceview.analysis.scaling import COMM_PER_STEP
 from traceview.analysis.strategy_of import StrategyOf
 from traceview.documents import structs as d
+from traceview.plain import GLOSSARY
+from traceview.store import layout
 
 __all__ = [
     "BANDWIDTH_ON_DURATION",
     "COMM_PER_STEP",
     "LOWER_BOUND",
     "NO_FINDINGS",
+    "SCALING_LEGEND",
+    "job_said",
     "stragglers_said",
     "strategy_said",
 ]
+
+# The scaling table's columns in a few lines, under compare's table, the report's summary and
+# the dashboard's; the rules behind each are in docs/metrics.md "Compare", the words in the
+# glossary.
+SCALING_LEGEND = (
+    ("step s", "the run's median step time in seconds (its fastest–slowest step)"),
+    ("E(N)", "scaling efficiency: throughput at N ranks ÷ (N × throughput of the DP-1 run)"),
+    ("exposed comm", "the share of the step in which communication ran with no compute"),
+    (
+        "traffic, buffers",
+        "per rank and step, in parameters (Ψ): elements sent on the wire, "
+        "elements the calls carry; the textbook figure in brackets",
+    ),
+    (
+        "model states",
+        "the largest rank's parameters, gradients and optimizer state; the "
+        "textbook ZeRO figure in brackets, and 'as run' where the implementation differs",
+    ),
+    ("! and *", "a caveat, said below; a strategy inferred from the traces"),
+    ("more", f'rules: docs/metrics.md "Compare"; words: {GLOSSARY}'),
+)
+
+
+def job_said(name: str, whole: bool = True) -> str:
+    """A job's name as text outputs say it: a stored job by its name and store ('my-run in
+    store S'), not by its folder ('S/job=my-run'); `whole=False`: the last part alone (a
+    sweep's 'ddp-dp2', a store's 'my-run')."""
+    path = Path(name)
+    if not path.name.startswith(layout.JOB_PREFIX):
+        return name if whole else path.name
+    short = path.name.removeprefix(layout.JOB_PREFIX)
+    return f"{short} in store {path.parent}" if whole else short
 
 
 def strategy_said(strategy: str | None, source: str) -> str:

@@ -117,8 +117,11 @@ def _mark(path: Path) -> None:
     write_atomically(path / MARKER, msgspec.json.encode(StoreMarker(STORE_VERSION)))
 
 
+JOB_PREFIX = "job="  # a job's folder in the store: job=<name> (Hive-style, for DuckDB)
+
+
 def _store_entry(name: str) -> bool:
-    return name.startswith((".", "job=")) or name == MARKER
+    return name.startswith((".", JOB_PREFIX)) or name == MARKER
 
 
 def check_job_name(name: str) -> str:
@@ -130,7 +133,7 @@ def check_job_name(name: str) -> str:
 
 
 def job_dir(store: Path, job: str) -> Path:
-    return store / f"job={job}"
+    return store / f"{JOB_PREFIX}{job}"
 
 
 def rank_key(rank: int | None) -> str:
@@ -144,9 +147,9 @@ def partition_dir(store: Path, job: str, rank: int | None) -> Path:
 def jobs(store: Path) -> list[str]:
     """The store's job names, sorted."""
     return sorted(
-        p.name.removeprefix("job=")
+        p.name.removeprefix(JOB_PREFIX)
         for p in store.iterdir()
-        if p.is_dir() and p.name.startswith("job=")
+        if p.is_dir() and p.name.startswith(JOB_PREFIX)
     )
 
 

@@ -1,5 +1,3 @@
-from functools import partial
-
 import polars as pl
 import streamlit as st
 
@@ -16,13 +14,14 @@ from traceview.dashboard.frames import (
     scaling_frame,
     withheld_lines,
 )
-from traceview.dashboard.ui import caveat_box, guarded, table
+from traceview.dashboard.ui import caveat_box, failed_box, guarded, loaded_run, table
 from traceview.dashboard.whatif_panel import names_of, what_if_panel
 
 st.title("Scaling")
 runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
 if runs is not None and runs.height:
-    loaded = [guarded(run, partial(data.job_for, run)) for run in runs["run"]]
+    loaded = [loaded_run(run) for run in runs["run"]]
+    failed_box(runs)  # each run that could not be read, once, beside the page
     jobs = Runs(jobs=tuple(job for job in loaded if job is not None))
     base = str(data.root())
     scaling = scaling_frame(jobs)
