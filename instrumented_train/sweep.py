@@ -23,14 +23,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import torch
 
 from instrumented_train import folders
 from instrumented_train.config import ConfigError
 from instrumented_train.distributed import check_devices, cpus
 from instrumented_train.flags import parse_config
+from instrumented_train.load import Meter, other_busy_cores_now
 from instrumented_train.record import write_json_atomically
 from instrumented_train.strategies import unsupported_reason
+from traceview.parse.run_record import MachineLoad
+from traceview.plain import counted
 from traceview.strategies import STRATEGIES
 
 INDEX = "index.json"
@@ -77,6 +81,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--force", action="store_true", help="replace an existing sweep folder")
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     p.add_argument("--bucket-cap-mb", type=float, help="DDP bucket size for the ddp and zero1 runs")
+    p.set_defaults(load_before=None)  # measured as the sweep starts (main)
     args = p.parse_args(own)
     args.out = folders.place_of(args.out)
     if any(n < 1 for n in args.dp):
@@ -115,20 +120,36 @@ def validate(args: argparse.Namespace, passed: list[str]) -> None:
     folders.check_writable(args.out)
 
 
-def oversubscribed(args: argparse.Namespace, passed: list[str]) -> str | None:
-    """On CPU: the warning that the largest point's ranks × threads exceed this machine's cores
-    (its ranks then compete for cores, and its step times measure that)."""
+def oversubscribed(
+    args: argparse.Namespace, passed: list[str], load: float | None = None
+) -> str | None:
+    """On CPU: the warning that the largest point's ranks × threads, with the other processes'
+    `load` (cores they keep busy), exceed this machine's cores (its ranks then compete for
+    cores, and its step times measure that)."""
     if check_devices(args.device, 1, torch.cuda.device_count()) != "cpu":
         return None
     threads = parse_config(run_flags(args, args.strategies[0], passed)).threads or 1
     dp, cores = max(args.dp), len(cpus())
-    if dp * threads <= cores:
+    busy = MachineLoad(cores, load)
+    if dp * threads <= cores and not busy.contended(dp, threads):
         return None
-    return (
-        f"DP {dp} × {threads} intra-op thread(s) per rank exceed the {cores} core(s) this "
-        "machine lets the sweep use: those ranks compete for cores, and their step times and "
-        "E(N) measure that"
+    others = (
+        f" and other processes keep {load:.1f} of them busy" if busy.contended(dp, threads) else ""
     )
+    return (
+        f"DP {dp} × {counted(threads, 'intra-op thread')} per rank exceed the "
+        f"{counted(cores, 'core')} this machine lets the sweep use{others}: those ranks "
+        "compete for cores, and their step times and E(N) measure that"
+    )
+
+
+def machine_said(load: float | None) -> str:
+    """The line a sweep starts with: the cores it may use and how busy other processes keep
+    them (the demo's figures depend on it)."""
+    cores = counted(len(cpus()), "core")
+    if load is None:
+        return f"sweep: {cores}; how busy other processes keep them is not known here"
+    return f"sweep: {cores}; other processes keep {load:.1f} of them busy (over 1 s)"
 
 
 def _foreign(out: Path) -> list[str]:
@@ -184,6 +205,7 @@ def run_point(
         "seconds": None,
         "log": str(log_path.relative_to(into)),
     }
+    meter = Meter(cpus())
     try:
         with log_path.open("w") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -194,7 +216,18 @@ def run_point(
         raise Interrupted(entry) from None
     entry.update(exit_code=code, seconds=round(time.monotonic() - start, 2))
     entry.update(point_status(folder, dp, code))
+    machine = MachineLoad(len(cpus()), meter.other_busy_cores(), args.load_before)
+    entry["other_busy_cores"] = machine.other_busy_cores
+    if entry["status"] == "ok":
+        _record_load(folder / "run.json", machine)
     return entry
+
+
+def _record_load(run_json: Path, machine: MachineLoad) -> None:
+    """The load measured around the run, into its run record (read by traceview compare)."""
+    doc = json.loads(run_json.read_text())
+    doc["machine"] = msgspec.to_builtins(machine)
+    write_json_atomically(run_json, doc)
 
 
 def point_status(folder: Path, dp: int, exit_code: int) -> dict[str, str]:
@@ -227,7 +260,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"sweep: error: {e}", file=sys.stderr)
         return 2
-    if warning := oversubscribed(args, passed):
+    if check_devices(args.device, 1, torch.cuda.device_count()) == "cpu":  # ranks share cores
+        args.load_before = other_busy_cores_now(cpus())
+        print(machine_said(args.load_before), flush=True)
+    if warning := oversubscribed(args, passed, args.load_before):
         print(f"sweep: warning: {warning}", file=sys.stderr)
     # A new sweep goes straight into --out; one replacing a sweep goes beside it until done.
     replacing = args.out.exists() and any(args.out.iterdir())
@@ -253,7 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
         index["runs"].append(entry)
         write_json_atomically(into / INDEX, index)  # progress survives an interrupt
-        print(f"{entry['status']} in {entry['seconds']:.1f} s", flush=True)
+        busy = entry["other_busy_cores"]
+        said = f", other processes {busy:.1f} cores busy" if busy is not None else ""
+        print(f"{entry['status']} in {entry['seconds']:.1f} s{said}", flush=True)
     failed = [r for r in index["runs"] if r["status"] != "ok"]
     for r in failed:
         print(

@@ -22,6 +22,7 @@ _.profiler_step
 _.throughput
 _.profiler_overhead
 _.inter_op_threads
+_.other_busy_cores_before  # MachineLoad: written by the sweep, for the reader of run.json
 _.traceview_version  # a partition's summary
 # Spawned workers: the main module is made to look like no file (loader/workers.py).
 _.__spec__

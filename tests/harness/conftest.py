@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +50,9 @@ def sweep_runs(out: Path, strategies: str, *extra: str) -> dict[str, Run]:
     done = sweep(out, "--strategies", strategies, "--dp", "2", "--device", "cpu",
                  "--bucket-cap-mb", "1", "--", *SMALL, *extra)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    # It starts by saying how busy the cores it may use are.
+    assert done.stdout.startswith(f"sweep: {len(os.sched_getaffinity(0))} core"), done.stdout
+    assert "other processes keep " in done.stdout.splitlines()[0]
     index = json.loads((out / "index.json").read_text())
     return {r["strategy"]: Run(out / r["path"]) for r in index["runs"]}
 

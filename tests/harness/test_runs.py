@@ -1,6 +1,7 @@
 """What each strategy's real run writes: traces with the collectives it should, a run record,
 model-state bytes that match the ZeRO formulas, and the same losses under every strategy."""
 
+import os
 import shutil
 
 import pytest
@@ -34,6 +35,10 @@ def test_the_sweep_writes_one_folder_per_run(strategies_w2):
     for run in strategies_w2.values():
         names = sorted(p.name for p in run.folder.iterdir())
         assert names == ["rank0.pt.trace.json.gz", "rank1.pt.trace.json.gz", "run.json"]
+        # What the sweep measured around the run: the cores, how busy others kept them.
+        machine = run.record["machine"]
+        assert machine["cores"] == len(os.sched_getaffinity(0))
+        assert machine["other_busy_cores"] >= 0 and machine["other_busy_cores_before"] >= 0
 
 
 def test_ddp_all_reduces_each_bucket_once_per_step(strategies_w2):

@@ -15,6 +15,7 @@ from traceview.analysis.fingerprint import Fingerprint, fingerprint
 from traceview.analysis.job import JobReport
 from traceview.analysis.strategy_of import Source, StrategyOf
 from traceview.parse.run_record import RunRecord
+from traceview.plain import UNKNOWN, counted
 
 # A run whose step times spread wider than this (max / min) is noise, not a measurement; an
 # efficiency above the second cannot be scaling.
@@ -103,7 +104,7 @@ class ScalingRow(msgspec.Struct, frozen=True, kw_only=True):
 
 def beside_theory(measured: float | None, theory: float | None, as_run: float | None) -> str:
     def f(v: float | None) -> str:
-        return "–" if v is None else f"{v:.2f}"
+        return UNKNOWN if v is None else f"{v:.2f}"
 
     said = f(theory) if as_run is None else f"{f(theory)}; as run {f(as_run)}"
     return f"{f(measured)} ({said})"
@@ -247,6 +248,8 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
                 f"Ψ = {model.params:,} from the traces: the gradients one backward pass makes "
                 "ready (no run record)"
             )
+        if busy := _busy(run):
+            caveats.append(busy)
         if times is not None and times.noisy:
             caveats.append(
                 f"noisy: step times vary {times.spread:.{2 if times.spread < 2 else 1}f}× "
@@ -287,6 +290,26 @@ def scaling_rows(jobs: list[JobReport]) -> list[ScalingRow]:
     return _with_efficiency(rows)
 
 
+BUSY = "busy machine"  # the caveat's first words, as "noisy" begins the other's
+
+
+def _busy(run: RunRecord | None) -> str | None:
+    """The caveat of a run whose ranks × threads and the other processes' load, measured by
+    the sweep around it, exceed the cores."""
+    threads = threads_per_rank(run)
+    if run is None or run.machine is None or threads is None:
+        return None
+    load = run.machine.other_busy_cores
+    if load is None or not run.machine.contended(run.world_size, threads):
+        return None
+    return (
+        f"{BUSY}: other processes kept {load:.1f} of its {counted(run.machine.cores, 'core')} "
+        f"busy while this run's {counted(run.world_size, 'rank')} × "
+        f"{counted(threads, 'thread')} ran: its step times and E(N) measure that contention "
+        "(rerun on a quiet machine)"
+    )
+
+
 def threads_per_rank(run: RunRecord | None) -> int | None:
     """The intra-op threads every rank of the run recorded; None where they differ or the
     record does not say."""
@@ -304,7 +327,7 @@ def _unlike(base: ScalingRow, row: ScalingRow) -> str | None:
     if a is None or b is None or a == b:
         return None
     return (
-        f"no E(N): its DP-1 run ran {a} intra-op thread(s) per rank and this one {b} "
+        f"no E(N): its DP-1 run ran {counted(a, 'intra-op thread')} per rank and this one {b} "
         "(rerun both with the same --threads)"
     )
 
@@ -339,6 +362,12 @@ def _with_efficiency(rows: list[ScalingRow]) -> list[ScalingRow]:
                 and any(c.startswith("noisy") for c in base.caveats)
             ):
                 caveats.append("E(N) rests on a noisy DP-1 run")
+            if (
+                eff is not None
+                and base is not row
+                and any(c.startswith(BUSY) for c in base.caveats)
+            ):
+                caveats.append("E(N) rests on a DP-1 run taken on a busy machine")
             if eff is not None and eff > MAX_PLAUSIBLE_EFFICIENCY:
                 caveats.append(
                     f"E(N) {eff:.2f} is above 1: measurement noise, not scaling (rerun both "

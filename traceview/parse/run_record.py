@@ -10,6 +10,7 @@ from typing import TypeVar
 import msgspec
 
 from traceview.errors import TraceviewError, unreadable
+from traceview.plain import counted
 
 T = TypeVar("T")
 
@@ -30,6 +31,25 @@ class Throughput(msgspec.Struct, frozen=True):
     samples_per_s: float
     tokens_per_s: float
     measured_on: str = "unprofiled steps"  # or "profiled steps" when there were none
+
+
+class MachineLoad(msgspec.Struct, frozen=True):
+    """What a sweep measured around a run (instrumented_train/load.py): the cores the run could
+    use, and those other processes kept busy while it ran and just before the sweep began."""
+
+    cores: int
+    other_busy_cores: float | None
+    other_busy_cores_before: float | None = None
+
+    def contended(self, ranks: int, threads: int, load: float | None = None) -> bool:
+        """Ranks × threads plus the other processes' load (`load`, else theirs during the run)
+        exceed the cores: then step times and E(N) measure that contention. A load under
+        QUIET_CORES is the machine's own noise."""
+        load = self.other_busy_cores if load is None else load
+        return load is not None and load >= QUIET_CORES and ranks * threads + load > self.cores
+
+
+QUIET_CORES = 0.1
 
 
 class ProfilerOverhead(msgspec.Struct, frozen=True):
@@ -118,6 +138,7 @@ class RunRecord(msgspec.Struct, frozen=True):
     nccl_version: str | None = None
     hosts: list[str] = msgspec.field(default_factory=list)
     run_id: str | None = None  # the launch, the same on every rank (TraceRun.run_id)
+    machine: MachineLoad | None = None  # added by a sweep after the run
 
 
 # The harness also writes the run's identity into every trace (torch.profiler's
@@ -225,7 +246,7 @@ def incomplete_run(folder: Path) -> str | None:
         return None
     said = []
     for status in sorted(accounts, key=lambda a: a.rank):
-        steps = f"after {status.steps_done} steps"
+        steps = f"after {counted(status.steps_done, 'step')}"
         if status.state == "done":
             text = f"rank {status.rank} finished"
         elif status.state == "running":
@@ -237,7 +258,7 @@ def incomplete_run(folder: Path) -> str | None:
             text += f" (wrote {', '.join(status.wrote)})"
         said.append(text)
     if unreadable:
-        said.append(f"{unreadable} account(s) unreadable")
+        said.append(f"{counted(unreadable, 'account')} unreadable")
     return "incomplete run (no run.json): " + "; ".join(said)
 
 
