@@ -11,6 +11,7 @@ import torch
 import torch.distributed as dist
 
 from instrumented_train.config import ConfigError, DeviceChoice
+from traceview.plain import counted
 
 log = logging.getLogger("instrumented_train")
 
@@ -48,7 +49,7 @@ def check_devices(choice: DeviceChoice, local_world_size: int, gpus: int) -> str
         raise ConfigError("--device cuda, but no CUDA device is available")
     if local_world_size > gpus:
         raise ConfigError(
-            f"{local_world_size} ranks on this node but only {gpus} GPU(s): "
+            f"{local_world_size} ranks on this node but only {counted(gpus, 'GPU')}: "
             f"use --nproc_per_node={gpus} or fewer"
         )
     return "cuda"
@@ -114,10 +115,10 @@ def pin_threads(threads: int | None, env: DistEnv) -> int:
     cores = len(cpus())
     if env.local_rank == 0 and env.local_world_size * have > cores:
         log.warning(
-            "%d ranks × %d intra-op thread(s) on this node exceed the %d core(s) it may use: "
+            "%d ranks × %s on this node exceed the %s it may use: "
             "the ranks compete for cores, and step times show it",
             env.local_world_size,
-            have,
-            cores,
+            counted(have, "intra-op thread"),
+            counted(cores, "core"),
         )
     return have

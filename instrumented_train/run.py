@@ -21,6 +21,7 @@ from instrumented_train.train import run_steps
 from traceview.errors import TraceviewError
 from traceview.loader.ingest import ingest
 from traceview.parse.run_record import RECORD_VERSION, TraceRun
+from traceview.plain import counted
 from traceview.profiler import job_name
 
 log = logging.getLogger("instrumented_train")
@@ -69,9 +70,9 @@ def run(cfg: RunConfig) -> None:
 def _train(cfg: RunConfig, env: DistEnv, folder: Path, status: folders.RankStatus) -> None:
     par = build(cfg, env)
     log.info(
-        "%s on %d rank(s), %s, %s parameters",
+        "%s on %s, %s, %s parameters",
         cfg.strategy,
-        env.world_size,
+        counted(env.world_size, "rank"),
         env.device,
         f"{sum(p.numel() for p in par.module.parameters()):,}",
     )

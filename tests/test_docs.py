@@ -17,7 +17,13 @@ def test_the_readme_is_a_front_page_over_docs():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 250
     linked = set(LINK.findall(readme))
-    for page in ("docs/metrics.md", "docs/output.md", "docs/store.md", "docs/harness.md"):
+    for page in (
+        "docs/metrics.md",
+        "docs/glossary.md",
+        "docs/output.md",
+        "docs/store.md",
+        "docs/harness.md",
+    ):
         assert page in linked
     assert "docs/images/dashboard.png" in linked and (ROOT / "docs/images/dashboard.png").is_file()
 

@@ -110,3 +110,23 @@ def test_labels_taken_row_for_row_are_the_ones_a_join_finds(monkeypatch):
     joined = io.BytesIO()
     write_annotated(job, joined, compress=False)
     assert joined.getvalue() == first.getvalue()
+
+
+def test_the_threads_are_named_as_the_dashboard_names_its_lanes():
+    # A real Gloo rank: its training thread and Gloo workers, by those names in both places.
+    from traceview.dashboard.lanes import timeline_frame
+
+    run = Path(__file__).parents[1] / "sample_traces" / "cpu_sweep" / "ddp-dp2"
+    job = traceview.load(run, keep_intervals=True)
+    events = list(annotated_events(job))
+    threads = {e["pid"]: set() for e in events if e["name"] == "process_name"}
+    for e in events:
+        if e["name"] == "thread_name":
+            threads[e["pid"]].add(e["args"]["name"])
+    frame, _ = timeline_frame(job, step=2)
+    for rank in (0, 1):
+        rows = set(frame.filter(pl.col("rank") == rank)["row"])
+        drawn = {row.removeprefix(f"rank {rank} · ") for row in rows} - {"collectives"}
+        assert "training thread" in drawn and any(n.startswith("Gloo worker") for n in drawn)
+        assert drawn <= threads[rank], (drawn, threads[rank])
+        assert not any(name.startswith("thread ") for name in threads[rank])

@@ -17,6 +17,7 @@ from traceview import json_rows
 from traceview.algebra import apart
 from traceview.analysis.spans import overlap_spans
 from traceview.compression import gzip_writer
+from traceview.documents.lanes import lane_names
 from traceview.loader import Job
 
 ANNOTATION_TRACKS = ("overlap", "exposed comm")
@@ -53,8 +54,9 @@ def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
         named = [*ANNOTATION_TRACKS, *([PATH_TRACK] if path.height else []), *lanes]
         meta = [_meta(pid, 0, "process_name", "name", title),
                 _meta(pid, 0, "process_sort_index", "sort_index", pid)]  # fmt: skip
+        lane_said = lane_names(work, report.backend)  # as the dashboard names its lanes
         for tid, lane in enumerate(named, start=1):
-            meta += [_meta(pid, tid, "thread_name", "name", lane),
+            meta += [_meta(pid, tid, "thread_name", "name", lane_said.get(lane, lane)),
                      _meta(pid, tid, "thread_sort_index", "sort_index", tid)]  # fmt: skip
         yield len(meta), b",\n".join(map(encode, meta))
         tracks = pl.concat(

@@ -171,7 +171,7 @@ def test_ranks_says_the_desync_signs_in_every_format(tmp_path):
     assert table.code == 0, table.err
     # 8 calls on ranks 0, 1, 3 and 7 on rank 2.
     assert (
-        f"  desync: 31 calls of 1 group(s) lined up by sequence numbers: 1 sign(s)\n    {said}\n"
+        f"  desync: 31 calls of 1 group lined up by sequence numbers: 1 sign\n    {said}\n"
     ) in table.out
     doc = json.loads(cli("ranks", folder, "--format", "json").out)["jobs"][0]["desync"]
     assert (doc["groups"], doc["calls"], doc["unjudged"]) == (1, 31, [])

@@ -13,6 +13,7 @@ from tests import tracebuild as tb
 from tests.cli.run_cli import traceview as cli
 from traceview.analysis.findings import NO_FINDINGS
 from traceview.analysis.run_findings import memory_fit
+from traceview.cli.reporters.as_table import WORDS
 from traceview.parse.run_record import GlobalBatch, RunFlags, RunRecord
 
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
@@ -240,7 +241,7 @@ def test_findings_in_the_outputs(tmp_path):
     assert [f["rule"] for f in doc["findings"]] == ["backward_tail"]
     quiet = job(tmp_path / "quiet", {0: ddp_step(late_last_bucket=False)})
     said = cli("analyze", quiet).out
-    assert "\nfindings:" not in said and said.endswith(f"\n\n{NO_FINDINGS}\n")
+    assert "\nfindings:" not in said and said.endswith(f"\n\n{NO_FINDINGS}\n{WORDS}")
     assert json.loads(cli("analyze", quiet, "--format", "json").out)["findings"] == []
     compared = json.loads(cli("compare", tmp_path / "job", "--format", "json").out)
     assert [f["rule"] for f in compared["findings"]] == ["backward_tail"]

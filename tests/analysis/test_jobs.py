@@ -249,7 +249,7 @@ def test_two_size_clusters_give_no_bandwidth_and_no_size():
     assert fit.confidence == "low" and fit.r2 == pytest.approx(1.0)
     assert fit.alpha_us is None and fit.bandwidth_gbps is None  # never printed untrusted
     assert fit.size_for_90pct_bytes is None
-    assert fit.advice.startswith("no recommendation (2 size cluster(s) (sizes within 10%")
+    assert fit.advice.startswith("no recommendation (2 size clusters (sizes within 10%")
 
 
 def test_the_size_never_goes_beyond_what_a_step_sends():
@@ -288,7 +288,7 @@ def test_alpha_beta_fit_says_when_it_cannot():
     )
     fit = fit_alpha_beta(one_size, "all_reduce")
     assert fit.confidence == "low" and fit.size_for_90pct_bytes is None
-    assert fit.advice.startswith("no recommendation (1 distinct message size(s)")
+    assert fit.advice.startswith("no recommendation (1 distinct message size")
 
 
 def test_alpha_beta_fit_gives_no_size_when_size_explains_little():

@@ -66,13 +66,13 @@ def test_no_prediction_nor_efficiency_from_runs_of_different_threads_per_rank(tm
     assert runs.predictions() == []
     (withheld,) = runs.withheld_predictions()
     assert withheld.why == (
-        "its DP-1 run ran 4 intra-op thread(s) per rank and its DP-2 run 1: not like for like"
+        "its DP-1 run ran 4 intra-op threads per rank and its DP-2 run 1: not like for like"
     )
     dp1, dp2 = runs.scaling()
     assert (dp1.threads_per_rank, dp2.threads_per_rank) == (4, 1)
     assert dp1.efficiency == 1.0 and dp2.efficiency is None
     assert dp2.caveats == (
-        "no E(N): its DP-1 run ran 4 intra-op thread(s) per rank and this one 1 "
+        "no E(N): its DP-1 run ran 4 intra-op threads per rank and this one 1 "
         "(rerun both with the same --threads)",
     )
 

@@ -133,7 +133,7 @@ def test_ranks_says_the_stragglers_by_step_in_every_format(tmp_path):
     assert (
         "  stragglers by step: 9 of 10 steps had a straggler; rank 2 in 8 of them, the same "
         "rank step after step (by chance 0.0004)\n"
-        "    steps 1–6: rank 2 · step 7: - · step 8: rank 1 · steps 9–10: rank 2\n"
+        "    steps 1–6: rank 2 · step 7: – · step 8: rank 1 · steps 9–10: rank 2\n"
     ) in table.out
     doc = json.loads(cli("ranks", folder, "--format", "json").out)
     said = doc["jobs"][0]["stragglers"]

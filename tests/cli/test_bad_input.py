@@ -8,6 +8,7 @@ import pytest
 
 from tests import tracebuild as tb
 from tests.cli.run_cli import Result, traceview
+from traceview.parse.stream import A_TRACE
 
 GOOD = [tb.step(1, 0, 100), tb.launch(1, 5), tb.kernel("k", 10, 20, 1)]
 
@@ -184,7 +185,8 @@ def test_unreadable_entry_in_a_folder_fails_that_file_only(tmp_path):
     assert result.code == 2
     assert [r["rank"] for r in json.loads(result.out)["ranks"]] == [0, 2]
     assert result.err.strip().splitlines() == [
-        f"traceview: error: {tmp_path / 'rank3.json'}: empty file"
+        f"traceview: error: {tmp_path / 'rank3.json'}: empty file: nothing of a trace was "
+        f"written to it; {A_TRACE}"
     ]
 
 

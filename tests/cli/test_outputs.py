@@ -53,7 +53,7 @@ def test_table_is_readable(gpu_trace, capsys):
     assert out.splitlines()[0].startswith("rank 0 of 2 · nccl · gpu · ")
     assert "overlap %" in out and "85.7" in out
     assert "before first step" in out
-    assert "all_reduce: 1 calls, 0.070 ms, 0.0 MB" in out
+    assert "all_reduce: 1 call, 0.070 ms, 0.0 MB" in out
 
 
 def test_step_filter_keeps_totals(gpu_trace, capsys):

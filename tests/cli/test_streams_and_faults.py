@@ -19,6 +19,7 @@ from tests import tracebuild as tb
 from tests.cli.run_cli import traceview
 from traceview import cli
 from traceview.cli.output import replacing
+from traceview.parse.stream import A_TRACE
 
 GOOD = [tb.step(1, 0, 100), tb.launch(1, 5), tb.kernel("k", 10, 20, 1)]
 
@@ -58,7 +59,9 @@ def test_dev_stdin_and_an_empty_pipe():
     assert run("analyze", "/dev/stdin", stdin=data).returncode == 0
     empty = run("analyze", "-", stdin=b"")
     assert empty.returncode == 2
-    assert empty.stderr.decode().strip() == "traceview: error: -: empty file"
+    assert empty.stderr.decode().strip() == (
+        f"traceview: error: -: empty file: nothing of a trace was written to it; {A_TRACE}"
+    )
 
 
 def test_a_named_pipe_is_read_and_a_silent_one_is_said(tmp_path):

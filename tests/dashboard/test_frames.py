@@ -9,6 +9,7 @@ import pytest
 import traceview
 from tests import tracebuild as tb
 from traceview.dashboard import frames, lanes
+from traceview.documents.lanes import lane_names
 
 
 @pytest.fixture
@@ -96,7 +97,7 @@ def test_lane_names_by_what_runs_on_them():
             lane("stream 21", "gpu_stream", "comm"),
         ]
     )
-    assert lanes.lane_names(intervals, "gloo") == {
+    assert lane_names(intervals, "gloo") == {
         "thread 5": "training thread",
         "thread 6": "thread 6",
         "thread 7": "Gloo worker 1",
@@ -105,7 +106,7 @@ def test_lane_names_by_what_runs_on_them():
         "stream 9": "stream 9 (copies)",
         "stream 21": "stream 21 (Gloo)",
     }
-    assert lanes.lane_names(intervals.filter(pl.col("lane") == "stream 21"), "nccl") == {
+    assert lane_names(intervals.filter(pl.col("lane") == "stream 21"), "nccl") == {
         "stream 21": "stream 21 (NCCL)"
     }
 

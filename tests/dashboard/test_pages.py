@@ -389,6 +389,7 @@ def test_the_what_if_panel_starts_from_the_run_and_moves_with_its_controls(monke
     assert "What if" in [h.value for h in at.subheader]
     step, _, efficiency = at.metric[:3]
     assert (step.value, efficiency.value) == ("0.1 ms", "1.00")
+    assert not step.proto.delta  # as measured: no change, no arrow, no colour
     at.select_slider(key="whatif dp dp2").set_value(4).run()
     assert not at.exception
     step, rate, efficiency = at.metric[:3]

@@ -158,7 +158,7 @@ def test_the_report_says_where_the_ranks_collectives_do_not_line_up(tmp_path):
     assert traceview("report", job(tmp_path, calls), "--output", out).code == 0
     html = out.read_text()
     section = html[html.index("<h3>Do the ranks' collectives line up?</h3>") :]
-    assert "31 calls of 1 group(s) lined up by sequence numbers: 1 sign(s)" in section
+    assert "31 calls of 1 group lined up by sequence numbers: 1 sign" in section
     assert "<li>rank 2 has no call at sequence number 3 of group 7, where ranks 0, 1, 3" in section
     # The finding says it too, at the top.
     findings = html[html.index('id="findings"') : html.index('id="scaling"')]

@@ -167,7 +167,7 @@ def test_cuda_requested_without_a_gpu(tmp_path):
 
 
 def test_more_ranks_than_gpus():
-    with pytest.raises(ConfigError, match=r"4 ranks on this node but only 2 GPU\(s\)"):
+    with pytest.raises(ConfigError, match=r"4 ranks on this node but only 2 GPUs"):
         check_devices("cuda", local_world_size=4, gpus=2)
     with pytest.raises(ConfigError, match="4 ranks on this node"):
         check_devices("auto", local_world_size=4, gpus=2)

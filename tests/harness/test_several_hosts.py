@@ -90,10 +90,10 @@ def test_one_host_s_folder_alone_is_rank_0_and_says_the_others_are_elsewhere(two
     job = traceview.load(first)
     assert [r.rank for r in job.ranks] == [0] and job.run is not None
     (caveat,) = [n for n in job.ranks[0].notes if n.caveat]
-    assert caveat.message.startswith("the run record names 2 ranks, and rank(s) 1 (host1) are "
+    assert caveat.message.startswith("the run record names 2 ranks, and rank 1 (host1) is "
                                      "not among these traces")  # fmt: skip
     table = cli("analyze", first)
-    assert "rank(s) 1 (host1) are not among these traces" in table.out + table.err
+    assert "rank 1 (host1) is not among these traces" in table.out + table.err
 
 
 def test_the_slurm_example_launches_as_the_two_host_test_does():

@@ -44,11 +44,11 @@ def test_threads_are_pinned_recorded_and_compared_like_for_like(tmp_path):
     assert ran.returncode == 0, ran.stderr
     assert [r["intra_op_threads"] for r in _ranks(other)] == [4]
     if len(usable) < 4:  # 1 rank × 4 threads on fewer cores: said
-        assert "intra-op thread(s) on this node exceed the" in ran.stderr
+        assert "intra-op threads on this node exceed the" in ran.stderr
     unlike = json.loads(traceview("compare", other, dp2, "--format", "json").out)["runs"]
     assert unlike[1]["efficiency"] is None
     assert (
-        "no E(N): its DP-1 run ran 4 intra-op thread(s) per rank and this one 1 "
+        "no E(N): its DP-1 run ran 4 intra-op threads per rank and this one 1 "
         "(rerun both with the same --threads)"
     ) in unlike[1]["caveats"]
 
@@ -59,7 +59,8 @@ def test_a_sweep_says_when_its_ranks_would_share_cores(tmp_path):
     cores = len(os.sched_getaffinity(0))
     over = parse_args(["--dp", f"1,{cores + 1}", "--device", "cpu", "--out", str(tmp_path)])
     assert oversubscribed(*over) == (
-        f"DP {cores + 1} × 1 intra-op thread(s) per rank exceed the {cores} core(s) this machine "
+        f"DP {cores + 1} × 1 intra-op thread per rank exceed the {cores} "
+        f"{'core' if cores == 1 else 'cores'} this machine "
         "lets the sweep use: those ranks compete for cores, and their step times and E(N) "
         "measure that"
     )
@@ -68,4 +69,4 @@ def test_a_sweep_says_when_its_ranks_would_share_cores(tmp_path):
     doubled = parse_args(
         ["--dp", f"1,{cores}", "--device", "cpu", "--out", str(tmp_path), "--", "--threads", "2"]
     )
-    assert "× 2 intra-op thread(s)" in (oversubscribed(*doubled) or "")
+    assert "× 2 intra-op threads" in (oversubscribed(*doubled) or "")

@@ -90,7 +90,7 @@ def test_traces_on_a_worker_s_own_disk_are_ingested_there(cluster):
     proc, log = _ingest(cluster, store)
     assert proc.wait(timeout=300) == 0, log.read_text()
     said = log.read_text()
-    assert "Ray joined" in said and "1 job; 2 rank partition(s) written, 0 unchanged" in said
+    assert "Ray joined" in said and "1 job; 2 rank partitions written, 0 unchanged" in said
     # The store is the one an ingest on host1 itself makes.
     here = root / "here"
     assert traceview("ingest", hosts[1].disk / "job", "--store", here).code == 0

@@ -43,7 +43,7 @@ def store(tmp_path_factory) -> Path:
     where = tmp_path_factory.mktemp("store") / "S"
     done = traceview("ingest", SWEEP, "--store", where)
     assert done.code == 0, done.err
-    assert "12 jobs; 28 rank partition(s) written, 0 unchanged, 0 failed" in done.out
+    assert "12 jobs; 28 rank partitions written, 0 unchanged, 0 failed" in done.out
     return where
 
 
@@ -102,10 +102,10 @@ def test_unchanged_traces_are_not_parsed_again_and_a_changed_one_replaces_its_pa
     shutil.copytree(SWEEP / "ddp-dp2", run)
     store = tmp_path / "S"
     assert (
-        "2 rank partition(s) written, 0 unchanged" in traceview("ingest", run, "--store", store).out
+        "2 rank partitions written, 0 unchanged" in traceview("ingest", run, "--store", store).out
     )
     again = traceview("ingest", run, "--store", store)
-    assert "0 rank partition(s) written, 2 unchanged" in again.out
+    assert "0 rank partitions written, 2 unchanged" in again.out
     # Rank 1's trace changes: its kernels run a step later (a different trace, same size class).
     trace = run / "rank1.pt.trace.json.gz"
     doc = json.loads(gzip.decompress(trace.read_bytes()))
@@ -114,7 +114,7 @@ def test_unchanged_traces_are_not_parsed_again_and_a_changed_one_replaces_its_pa
     ]
     trace.write_bytes(gzip.compress(json.dumps(doc).encode()))
     changed = traceview("ingest", run, "--store", store)
-    assert "1 rank partition(s) written, 1 unchanged" in changed.out, changed.out
+    assert "1 rank partition written, 1 unchanged" in changed.out, changed.out
     assert _paths_out(_json("analyze", store)) == _paths_out(_json("analyze", run))
     leftovers = [p.name for p in store.rglob("*") if p.name.startswith(".")]
     assert leftovers == [".writer.lock"]  # kept: removing a lock file would race its next user
@@ -168,7 +168,7 @@ def test_ingest_through_a_real_local_ray_runtime(store, tmp_path):
         "ingest", SWEEP / "zero2-dp4", SWEEP / "ddp-dp2", "--store", with_ray, "--engine", "ray"
     )
     assert done.code == 0, done.err
-    assert "2 jobs; 6 rank partition(s) written" in done.out
+    assert "2 jobs; 6 rank partitions written" in done.out
     # What starting Ray cost is said before any trace is parsed.
     assert re.search(r"engine: Ray started here in \d+\.\d s \(\d+ CPUs\)", done.err), done.err
     assert dict(os.environ) == env_before
@@ -215,7 +215,7 @@ def test_a_partition_an_older_traceview_wrote_is_made_again(tmp_path):
     assert done.code == 2 and "written by an older traceview (store_version 1" in done.err
     assert "ingest again" in done.err and done.err.count("\n") == 1
     again = traceview("ingest", SWEEP / "ddp-dp1", "--store", store)
-    assert "1 rank partition(s) written, 0 unchanged" in again.out, again.out
+    assert "1 rank partition written, 0 unchanged" in again.out, again.out
     assert json.loads((store / "store.json").read_text()) == {"store_version": 4}
     assert _paths_out(_json("analyze", store)) == _paths_out(_json("analyze", SWEEP / "ddp-dp1"))
 
@@ -241,7 +241,7 @@ def test_the_harness_stores_each_rank_as_it_writes_it(tmp_path):
     assert logged == {s["step"] for s in rank0["steps"]} and logged
     # The traces were stored by the ranks themselves: ingesting the run folder parses none.
     assert (
-        "0 rank partition(s) written, 2 unchanged" in traceview("ingest", out, "--store", store).out
+        "0 rank partitions written, 2 unchanged" in traceview("ingest", out, "--store", store).out
     )
 
 

@@ -36,7 +36,7 @@ def test_two_ingests_at_once_lose_no_partition(tmp_path):
     for proc in both:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
-        assert "28 rank partition(s) written" in out or "unchanged" in out, out
+        assert "28 rank partitions written" in out or "unchanged" in out, out
     assert len(list(store.glob("job=*/rank=*/summary.json"))) == 28
     assert not [p for p in store.rglob("*") if ".old-" in p.name or p.name == ".incoming"]
     done = traceview("compare", store, "--format", "json")
@@ -58,7 +58,7 @@ def test_a_writer_waits_for_the_one_holding_the_store_and_says_so(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert "waiting: " in err and "pid 4242 on elsewhere" in err, err
-    assert "2 rank partition(s) written" in out
+    assert "2 rank partitions written" in out
 
 
 def _stored(tmp_path: Path, run: str = "ddp-dp2") -> Path:
@@ -91,7 +91,7 @@ def test_a_rank_missing_from_a_stored_job_is_said_in_every_output(tmp_path, dama
     assert said in traceview("ranks", store).err
     # Ingesting again makes the rank again.
     again = traceview("ingest", SWEEP / "ddp-dp2", "--store", store)
-    assert "1 rank partition(s) written, 1 unchanged" in again.out, again.out
+    assert "1 rank partition written, 1 unchanged" in again.out, again.out
     assert traceview("analyze", store).code == 0
 
 
@@ -122,7 +122,7 @@ def test_ingest_again_repairs_a_damaged_table(tmp_path, damage):
         table.write_bytes(data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1 :])
     again = traceview("ingest", SWEEP / "ddp-dp2", "--store", store)
     assert again.code == 0, again.err
-    assert "1 rank partition(s) written, 1 unchanged" in again.out, again.out
+    assert "1 rank partition written, 1 unchanged" in again.out, again.out
     assert _paths_out(_json("analyze", store)) == _paths_out(_json("analyze", SWEEP / "ddp-dp2"))
 
 
@@ -216,7 +216,7 @@ def _killed_once_then_finished(tmp_path: Path, engine_args: list[str], looks_lik
     _kill_a_worker(proc, looks_like)
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, err
-    assert "3 rank partition(s) written, 0 unchanged, 1 failed" in out, (out, err)
+    assert "3 rank partitions written, 0 unchanged, 1 failed" in out, (out, err)
     said = [line for line in err.splitlines() if line.startswith("traceview:")]  # not Ray's
     lines = [line for line in said if not line.startswith("traceview: engine: ")]
     assert len(lines) == 1, err
@@ -226,7 +226,7 @@ def _killed_once_then_finished(tmp_path: Path, engine_args: list[str], looks_lik
     assert read.code == 1 and "3 of 4 ranks in the store: not stored: " in read.err
     again = traceview("ingest", runs, "--store", store, *engine_args)
     assert again.code == 0, again.err
-    assert "1 rank partition(s) written, 3 unchanged" in again.out
+    assert "1 rank partition written, 3 unchanged" in again.out
     assert _paths_out(_json("analyze", store)) == _paths_out(_json("analyze", runs))
 
 

@@ -171,9 +171,9 @@ def _ddp_tail_action(
         )
     if small is not None and not one_tensor and not _at_floor(held, tail_ns):
         head = (
-            "the gradient messages are already below the size the link needs (α-β fit), so "
-            "a lower bucket_cap_mb would cost in transfer what it hides; shorten the last "
-            "reduce instead: "
+            "the gradient messages are already below the size the link needs (the α-β fit: a "
+            "line through call time against size), so a lower bucket_cap_mb would cost in "
+            "transfer what it hides; shorten the last reduce instead: "
         )
     elif _at_floor(held, tail_ns):
         head = "the tail is at its floor, which no bucket_cap_mb shortens; its last gradient's "
@@ -265,7 +265,8 @@ def small_buckets(job: JobReport, name: str, strategy: str | None = None) -> Fin
             what=(
                 f"{fit.collective} messages have a median of {mebibytes(median)}; "
                 f"{mebibytes(target)} or more reach 90% of the fitted bandwidth "
-                f"({fit.bandwidth_gbps or 0:,.2f} GB/s, α {fit.alpha_us or 0:,.0f} µs; "
+                f"({fit.bandwidth_gbps or 0:,.2f} GB/s, fixed cost per call α "
+                f"{fit.alpha_us or 0:,.0f} µs; "
                 f"confidence {fit.confidence}: {fit.why}; on {fit.on} times)"
             ),
             action=_larger_messages(strategy, suggest, fit),

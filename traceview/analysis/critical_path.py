@@ -13,6 +13,7 @@ import msgspec
 import polars as pl
 
 from traceview.analysis.path_walk import KINDS, SEGMENTS_SCHEMA, walk
+from traceview.plain import counted
 
 Category = Literal[
     "compute", "memory", "transfer", "waiting", "unmatched", "host launch", "idle"
@@ -153,7 +154,10 @@ def critical_paths(
     segments, steps = walk(rows, aligned.select("rank", "step", "start_ns", "end_ns"))
     reason = None
     if left_out:
-        reason = f"{left_out} step(s) left out: not on every rank, or cut short by the trace's end"
+        reason = (
+            f"{counted(left_out, 'step')} left out: not on every rank, or cut short by the "
+            "trace's end"
+        )
     return CriticalPath(steps=steps, segments=segments, reason=reason, left_out=left_out)
 
 

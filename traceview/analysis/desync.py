@@ -20,6 +20,7 @@ import msgspec
 import polars as pl
 
 from traceview.analysis.matching import UNEVEN
+from traceview.plain import UNKNOWN, counted, noun
 
 POINT_TO_POINT = ["send", "recv", "send_recv"]
 UNNAMED = "default"  # the group of calls whose trace names none
@@ -78,7 +79,7 @@ def desync(
     signs: list[DesyncSign] = []
     ways: set[str] = set()
     unjudged: list[str] = []
-    checked = counted = 0
+    checked = lined_up = 0
     groups = calls.partition_by("pg", as_dict=True)
     for (pg,), group in sorted(groups.items(), key=lambda kv: str(kv[0][0])):
         if group["rank"].n_unique() < 2:
@@ -93,15 +94,16 @@ def desync(
             signs += _by_step(group, str(pg), steps)
         else:
             unjudged.append(
-                f"{group.height:,} calls that name no process group and record no sequence "
+                f"{counted(group.height, 'call')} that {noun(group.height, 'names', 'name')} no "
+                f"process group and {noun(group.height, 'records', 'record')} no sequence "
                 "numbers: calls of different groups cannot be told apart"
             )
             continue
         checked += 1
-        counted += group.height
+        lined_up += group.height
     keyed = " and ".join(w for w in ("sequence numbers", "steps") if w in ways) or "-"
     return Desync(
-        groups=checked, calls=counted, keyed_by=keyed, signs=tuple(signs), unjudged=tuple(unjudged)
+        groups=checked, calls=lined_up, keyed_by=keyed, signs=tuple(signs), unjudged=tuple(unjudged)
     )
 
 
@@ -212,7 +214,7 @@ def _ranks(ranks: list[int] | tuple[int, ...]) -> str:
 
 
 def _ms(ns: float | None) -> str:
-    return "-" if ns is None else f"{ns / 1e6:,.3f} ms"
+    return UNKNOWN if ns is None else f"{ns / 1e6:,.3f} ms"
 
 
 def _at_number(row: dict[str, object], pg: str) -> str:

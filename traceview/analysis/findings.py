@@ -17,6 +17,7 @@ from traceview.analysis.bucket_findings import (
 from traceview.analysis.finding import MATERIAL_SHARE, Finding, ms, traced_of, window_ns
 from traceview.analysis.job import JobReport
 from traceview.analysis.straggler_findings import rotating_stragglers, straggler
+from traceview.plain import noun
 
 # ZeRO-3: all-gathers count as not overlapped when this share of their time is exposed.
 GATHER_EXPOSED_SHARE = 0.5
@@ -135,7 +136,11 @@ def desync(job: JobReport, name: str) -> Finding | None:
     if not signs:
         return None
     first = signs[0]
-    more = f" ({len(signs) - 1} more sign(s): `traceview ranks`)" if len(signs) > 1 else ""
+    more = (
+        f" ({len(signs) - 1} more {noun(len(signs) - 1, 'sign')}: `traceview ranks`)"
+        if len(signs) > 1
+        else ""
+    )
     return Finding(
         rule="desync",
         job=name,

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from traceview.analysis.buckets import GRADIENT_COLLECTIVES
+from traceview.plain import counted
 
 # Sizes within this ratio of a cluster's smallest count as one size: DDP's buckets differ by a
 # few parameters, and a fit through two clusters is a line through two points.
@@ -135,7 +136,7 @@ def fit_alpha_beta(
     )
     if distinct < 2:
         return msgspec.structs.replace(
-            empty, why=f"{distinct} distinct message size(s); a fit needs two or more"
+            empty, why=f"{counted(distinct, 'distinct message size')}; a fit needs two or more"
         )
     slope, intercept = np.polyfit(x, y, 1)
     residual = y - (intercept + slope * x)
@@ -149,8 +150,8 @@ def fit_alpha_beta(
         return msgspec.structs.replace(
             empty,
             r2=r2,
-            why=f"{clusters} size cluster(s) (sizes within 10% counted once): a line through "
-            f"them cannot tell latency from bandwidth; it takes {MIN_CLUSTERS} or more",
+            why=f"{counted(clusters, 'size cluster')} (sizes within 10% counted once): a line "
+            f"through them cannot tell latency from bandwidth; it takes {MIN_CLUSTERS} or more",
         )
     spread = float(x.max() / max(x.min(), 1.0))
     if r2 < TRUSTED_R2:
@@ -159,7 +160,10 @@ def fit_alpha_beta(
         )
     high = rows.height >= 6 and spread >= 4 and r2 >= HIGH_R2
     confidence = "high" if high else "medium"
-    why = f"{rows.height} calls, {clusters} size clusters over {spread:.0f}×, R² {r2:.2f}"
+    why = (
+        f"{counted(rows.height, 'call')}, {counted(clusters, 'size cluster')} over "
+        f"{spread:.0f}×, R² {r2:.2f}"
+    )
     alpha_ns = max(float(intercept), 0.0)
     bandwidth = 1.0 / float(slope)  # bytes per ns
     fitted = msgspec.structs.replace(

@@ -14,6 +14,7 @@ from traceview.analysis.fingerprint import RunKey, run_key
 from traceview.analysis.job import JobReport
 from traceview.analysis.scaling import step_times, threads_per_rank
 from traceview.analysis.whatif import calibrate
+from traceview.plain import counted
 
 
 class Prediction(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,7 +95,7 @@ def _why_not(base: JobReport, ref: JobReport) -> str | None:
     one, top = threads_per_rank(base.run), threads_per_rank(ref.run)
     if one is not None and top is not None and one != top:
         return (
-            f"its DP-1 run ran {one} intra-op thread(s) per rank and its DP-"
+            f"its DP-1 run ran {counted(one, 'intra-op thread')} per rank and its DP-"
             f"{ref.run.world_size if ref.run else '?'} run {top}: not like for like"
         )
     return None

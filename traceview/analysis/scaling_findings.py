@@ -208,7 +208,8 @@ def _what_the_model_missed(largest: str) -> str:
         )
     if largest == "exposed_comm":
         return (
-            "communication grew beyond its bus factor: waiting for late ranks (traceview ranks) "
+            "communication grew beyond its bus factor (how often each byte crosses a link at N "
+            "ranks): waiting for late ranks (traceview ranks) "
             "or a link slower at this size or this many ranks (traceview collectives' fits)"
         )
     return "time outside compute and communication grew: host work, data loading, barriers"

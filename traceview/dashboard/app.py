@@ -5,6 +5,7 @@ from pathlib import Path
 import streamlit as st
 
 from traceview.dashboard import data
+from traceview.plain import GLOSSARY
 
 st.set_page_config(page_title="traceview", layout="wide")
 PAGES = Path(__file__).parent / "views"
@@ -19,5 +20,5 @@ navigation = st.navigation(
         st.Page(PAGES / "runs.py", title="Runs"),
     ]
 )
-st.sidebar.caption(f"reading {data.root()}")
+st.sidebar.caption(f"reading {data.root()} · the words used: {GLOSSARY}")
 navigation.run()

@@ -60,7 +60,7 @@ FULL_WIDTH = {
     "width": "container",
     "autosize": alt.AutoSizeParams(type="fit-x", contains="padding"),
 }
-_LANE_AXIS = alt.Axis(labelLimit=260, labelOverlap=False)  # every lane named
+NAME_AXIS = alt.Axis(labelLimit=260, labelOverlap=False)  # then "…"; whole in the tooltip
 
 
 def colors(known: dict[str, str], values: pl.Series) -> alt.Scale:
@@ -223,7 +223,7 @@ def timeline_chart(frame: pl.DataFrame, rows: list[str]) -> AnyChart:
         .encode(
             x=alt.X("start_ms:Q", title="ms from the step's start"),
             x2="end_ms:Q",
-            y=alt.Y("row:N", title=None, sort=rows, axis=_LANE_AXIS),
+            y=alt.Y("row:N", title=None, sort=rows, axis=NAME_AXIS),
             color=alt.Color("kind:N", title="work", scale=colors(KIND_COLORS, frame["kind"])),
             tooltip=[
                 alt.Tooltip("row:N", title="lane"),
@@ -255,7 +255,7 @@ def overlap_chart(frame: pl.DataFrame) -> AnyChart:
         alt.Chart(labelled)
         .mark_bar()
         .encode(
-            y=alt.Y("bar:N", title=None, sort=order.to_list(), axis=_LANE_AXIS),
+            y=alt.Y("bar:N", title=None, sort=order.to_list(), axis=NAME_AXIS),
             x=alt.X("ms:Q", title="ms of the step's window", stack="zero"),
             color=alt.Color("part:N", title="part", scale=colors(PART_COLORS, labelled["part"])),
             order=alt.Order("part_order:Q"),
@@ -300,7 +300,7 @@ def bucket_timeline_chart(calls: pl.DataFrame) -> AnyChart:
         alt.Chart(pieces)
         .mark_bar()
         .encode(
-            y=alt.Y("row:N", title=None, sort=order.to_list(), axis=_LANE_AXIS),
+            y=alt.Y("row:N", title=None, sort=order.to_list(), axis=NAME_AXIS),
             x=alt.X("x:Q", title="ms from the first call's launch"),
             x2="x2:Q",
             color=alt.Color("part:N", title="part", scale=colors(KIND_COLORS, pieces["part"])),
@@ -386,7 +386,7 @@ def memory_chart(frame: pl.DataFrame, unit: tuple[str, float] = ("MB", 1e6)) -> 
         alt.Chart(long)
         .mark_bar()
         .encode(
-            y=alt.Y("bar:N", title=None, sort=order.to_list(), axis=_LANE_AXIS),
+            y=alt.Y("bar:N", title=None, sort=order.to_list(), axis=NAME_AXIS),
             yOffset=alt.YOffset("source:N", sort=list(MEMORY_COLORS)),
             x=alt.X("size:Q", title=f"{name} per rank"),
             color=alt.Color("source:N", title="bytes", scale=colors(MEMORY_COLORS, long["source"])),

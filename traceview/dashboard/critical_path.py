@@ -12,6 +12,7 @@ from traceview import Job
 from traceview.dashboard.charts import FULL_WIDTH, ROW_PX, colors
 from traceview.documents.critical_path import job_path
 from traceview.documents.path_structs import JobPath, StepPath
+from traceview.plain import counted, noun
 
 # The walk reads every rank's intervals: beyond this many ranks the pages leave it to the
 # command (`traceview critical-path`), which reads them a few ranks at a time.
@@ -50,9 +51,10 @@ def said(path: JobPath) -> str:
     median = crossings[len(crossings) // 2]
     ranks_on = sorted({p.rank for p in path.totals})
     words = (
-        f"Over {len(path.steps)} step(s), the chain of work that set each step's end spent "
-        f"{parts} of the steps' time; it ran on rank(s) {', '.join(map(str, ranks_on))} and "
-        f"moved between ranks {median} time(s) per step (median)"
+        f"Over {counted(len(path.steps), 'step')}, the chain of work that set each step's end "
+        f"spent {parts} of the steps' time; it ran on {noun(len(ranks_on), 'rank')} "
+        f"{', '.join(map(str, ranks_on))} and "
+        f"moved between ranks {median} {noun(median, 'time')} per step (median)"
     )
     notes = [path.reason] if path.reason else []
     notes += path.caveats

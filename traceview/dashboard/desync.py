@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from traceview import Job
 from traceview.documents import build
+from traceview.plain import counted
 
 SHOWN = 20  # signs listed on a page; `traceview ranks --format json` holds every one
 
@@ -16,12 +17,15 @@ def desync_words(job: Job) -> tuple[str, list[str]] | None:
         return None
     said = [f"Not judged: {why}." for why in found.unjudged]
     if found.groups:
-        checked = f"{found.calls:,} calls of {found.groups} group(s) lined up by {found.keyed_by}"
+        checked = (
+            f"{counted(found.calls, 'call')} of {counted(found.groups, 'group')} lined up by "
+            f"{found.keyed_by}"
+        )
         said.insert(
             0,
             f"{checked}: "
             + (
-                f"{len(found.signs)} sign(s) that they do not line up"
+                f"{counted(len(found.signs), 'sign')} that they do not line up"
                 if found.signs
                 else "every rank ran the same calls"
             )

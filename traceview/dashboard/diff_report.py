@@ -9,13 +9,14 @@ from traceview import Runs, TraceviewError
 from traceview.dashboard.htmlpage import table_html
 from traceview.documents import structs as d
 from traceview.documents.diff import diff
+from traceview.plain import UNKNOWN, counted
 
 ANCHOR = "diff"
 SHOWN = 8  # collectives and buckets; `traceview diff` has every one
 
 
 def _judged(c: d.Change) -> str:
-    return {True: "within noise", False: "beyond noise", None: "–"}[c.within_noise]
+    return {True: "within noise", False: "beyond noise", None: UNKNOWN}[c.within_noise]
 
 
 def _row(c: d.Change, name: str) -> list[str]:
@@ -32,8 +33,9 @@ def section(runs: Runs, names: dict[str, str]) -> str:
     except TraceviewError as e:
         return head + f"<p>Not compared: {html.escape(e.message)}.</p>"
     a, b = (html.escape(names.get(n, n)) for n in (doc.before, doc.after))
-    parts = [head, f"<p class=meta>A: {a} ({doc.rank_steps[0]} rank-steps) · B: {b} "
-                   f"({doc.rank_steps[1]} rank-steps) · ms per rank and step.</p>"]  # fmt: skip
+    over_a, over_b = (counted(n, "rank-step") for n in doc.rank_steps)
+    parts = [head, f"<p class=meta>A: {a} ({over_a}) · B: {b} ({over_b}) · ms per rank and "
+                   "step.</p>"]  # fmt: skip
     rows = [_row(doc.step_ms, "step")] + [_row(p, p.what) for p in doc.parts]
     parts.append(table_html(["", "A", "B", "B − A", "judged"], rows, wrap_last=True))
     parts.append(

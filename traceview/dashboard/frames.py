@@ -25,6 +25,7 @@ from traceview.documents import StepSelection, build
 from traceview.documents import structs as d
 from traceview.documents.frames import columns as record_columns
 from traceview.documents.words import link_said, prediction_checked_said
+from traceview.plain import UNKNOWN
 
 # A step's window in four parts: the document's figure and the words charts and tables use.
 OVERLAP_PARTS = {
@@ -110,7 +111,7 @@ def readable(frame: pl.DataFrame, columns: Mapping[str, tuple[str, str | None]])
         values = frame[name].to_list()
         if name.endswith("_bytes"):
             values = [None if v is None else v / 1e6 for v in values]
-        out[label] = ["–" if v is None else (fmt.format(v) if fmt else str(v)) for v in values]
+        out[label] = [UNKNOWN if v is None else (fmt.format(v) if fmt else str(v)) for v in values]
     return pl.DataFrame(out, schema=dict.fromkeys(out, pl.String))
 
 
@@ -227,7 +228,7 @@ def rank_words(column: str = "rank") -> pl.Expr:
 def size_words(size: int | None) -> str:
     """A size as people read it: MB, and KB below 0.01 MB (where MB would print 0.00)."""
     if size is None:
-        return "–"
+        return UNKNOWN
     if size < 10_000:
         return f"{size / 1e3:,.1f} KB" if size >= 100 else f"{size:,d} B"
     return f"{size / 1e6:,.2f} MB"

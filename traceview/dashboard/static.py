@@ -16,7 +16,6 @@ import msgspec
 import polars as pl
 
 from traceview import (
-    COMM_PER_STEP,
     NO_FINDINGS,
     Job,
     Runs,
@@ -43,6 +42,8 @@ from traceview.dashboard.frames import (
 )
 from traceview.dashboard.htmlpage import html_page, table_html
 from traceview.dashboard.lanes import row_order, timeline_frame
+from traceview.documents.words import SCALING_LEGEND, job_said
+from traceview.plain import GLOSSARY, UNKNOWN, counted
 
 # The ranks whose intervals are kept while parsing, for the timeline: every rank of a job the
 # timeline draws whole; of a larger one the ranks it draws are read again when drawn.
@@ -93,7 +94,11 @@ def _root(runs: Runs) -> str:
 def _names(runs: Runs) -> dict[str, str]:
     """Each run's name relative to what the runs share (a sweep's run: 'ddp-dp2')."""
     root = _root(runs)
-    return {job.name: os.path.relpath(os.path.abspath(job.name), root) for job in runs.jobs}
+    names = {}
+    for job in runs.jobs:
+        where = Path(os.path.relpath(os.path.abspath(job.name), root))
+        names[job.name] = str(where.parent / job_said(str(where), whole=False))
+    return names
 
 
 def _anchor(i: int) -> str:
@@ -101,7 +106,7 @@ def _anchor(i: int) -> str:
 
 
 def _num(value: float | None, spec: str) -> str:
-    return "–" if value is None else format(value, spec)
+    return UNKNOWN if value is None else format(value, spec)
 
 
 def _scaled(value: float | None, factor: float) -> float | None:
@@ -260,7 +265,7 @@ def _desync(doc: _Doc, job: Job) -> None:
 def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     doc.add(f'<h2 id="{_anchor(i)}">{_e(name)}</h2>')
     first = job.ranks[0]
-    said = [job.strategy or "strategy unknown", f"{len(job.ranks)} rank trace(s)",
+    said = [job.strategy or "strategy unknown", counted(len(job.ranks), "rank trace"),
             first.backend or "backend unknown", first.mode]  # fmt: skip
     doc.add(f"<p class=meta>{_e(' · '.join(said))} · {_e(job.name)}</p>")
     if overview.many_ranks(job):
@@ -303,7 +308,7 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
         doc.add(f"<p>{_e(link_words(link, why, capital=True))}.</p>")
         peak = job.against_peak()
         if peak.height:
-            doc.add(table_html(["collective", "size bytes", "calls", "busbw GB/s (median)",
+            doc.add(table_html(["collective", "size bytes", "calls", "bus bandwidth GB/s (median)",
                             "% of the link's peak"],
                            [[r["collective"] or "?", f"{r['bytes']:,}", str(r["calls"]),
                              ("≥ " if r["lower_bound"] else "") + f"{r['busbw_gbps']:,.2f}",
@@ -322,8 +327,8 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     traces = sum(len(j.ranks) for j in runs.jobs)
     doc.add(f"<h1>{_e(title)}</h1>")
-    doc.add(f"<p class=meta>{len(runs.jobs)} run(s), {traces} rank trace(s) · traceview "
-            f"{_e(__version__)} · {when}</p>")  # fmt: skip
+    doc.add(f"<p class=meta>{counted(len(runs.jobs), 'run')}, {counted(traces, 'rank trace')} "
+            f"· traceview {_e(__version__)} · {when} · the words used: {GLOSSARY}</p>")  # fmt: skip
     contents = ['<a href="#summary">Summary</a>', '<a href="#findings">Findings</a>']
     contents += ['<a href="#caveats">Caveats</a>'] if caveats else []
     contents += ['<a href="#scaling">Scaling</a>']
@@ -337,10 +342,9 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
     doc.add('<h2 id="summary">Summary</h2>')
     doc.add(table_html(_SUMMARY_HEAD, _summary_rows(rows, names, anchors), names=2, wrap_last=True))
     doc.add(
-        "<p class=meta>step s: the median measured step (min–max); E(N) against the same "
-        "strategy's DP-1 run; exposed comm: exposed communication ÷ step window over ranks and "
-        "steps; " + COMM_PER_STEP + "; model states: the largest rank, "
-        "the ZeRO formula in brackets (docs/metrics.md).</p>"
+        "<p class=meta>"
+        + "<br>".join(f"<b>{_e(name)}</b>: {_e(said)}" for name, said in SCALING_LEGEND)
+        + "</p>"
     )
     doc.add('<h2 id="findings">Findings</h2>')
     if found:

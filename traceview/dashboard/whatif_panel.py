@@ -10,6 +10,7 @@ import streamlit as st
 
 from traceview import Runs
 from traceview.dashboard.charts import FULL_WIDTH, AnyChart
+from traceview.plain import UNKNOWN
 
 DEGREES = [2**k for k in range(11)]  # 1 … 1,024
 MB = 1e6
@@ -32,7 +33,7 @@ def what_if_panel(runs: Runs, names: dict[str, str]) -> None:
     degrees = sorted({*DEGREES, what.dp})
     dp = left.select_slider("DP degree", degrees, value=what.dp, key=f"whatif dp {run}")
     busbw = mid.number_input(
-        "link bandwidth (busbw, GB/s)", min_value=1e-3, value=float(what.busbw_gbps),
+        "link bandwidth (bus bandwidth, busbw, GB/s)", min_value=1e-3, value=float(what.busbw_gbps),
         format="%.3f", key=f"whatif bw {run}",
     )  # fmt: skip
     hidden = right.slider(
@@ -50,13 +51,15 @@ def what_if_panel(runs: Runs, names: dict[str, str]) -> None:
     measured = what.simulate(what.dp)
     a, b, c = st.columns(3)
     change = (found.step_seconds - measured.step_seconds) * 1e3
-    a.metric("step time", f"{found.step_seconds * 1e3:,.1f} ms", f"{change:+,.1f} ms",
-             delta_color="inverse")  # fmt: skip
+    # A change that rounds to nothing gets no arrow and no colour (Streamlit colours "+0.0").
+    moved = f"{change:+,.1f} ms" if round(change, 1) != 0 else None
+    a.metric("step time", f"{found.step_seconds * 1e3:,.1f} ms", moved, delta_color="inverse",
+             help="against the run as measured")  # fmt: skip
     b.metric(
         "throughput",
-        "-" if found.samples_per_s is None else f"{found.samples_per_s:,.1f} samples/s",
+        UNKNOWN if found.samples_per_s is None else f"{found.samples_per_s:,.1f} samples/s",
     )
-    c.metric("E(N)", "-" if found.efficiency is None else f"{found.efficiency:.2f}")
+    c.metric("E(N)", UNKNOWN if found.efficiency is None else f"{found.efficiency:.2f}")
     curve = pl.DataFrame(
         [
             {"dp": n, "step_ms": w.step_seconds * 1e3, "efficiency": w.efficiency}
@@ -66,13 +69,14 @@ def what_if_panel(runs: Runs, names: dict[str, str]) -> None:
     )
     st.altair_chart(_curve_chart(curve, int(dp)), width="stretch")
     latency = "" if what.latency_known else (
-        " No α-β fit of this run is trusted, so no latency per message is known: the bucket size "
-        "changes nothing here."
+        " No α-β fit (call time against size) of this run is trusted, so no latency per "
+        "message is known: the bucket size changes nothing here."
     )  # fmt: skip
     st.caption(
         f"Starts from {run} as measured (DP {what.dp}: {measured.step_seconds * 1e3:,.1f} ms a "
         f"step, {what.busbw_gbps:,.3f} GB/s, {100 * what.hidden_share:.0f}% of its communication "
-        "hidden). Each collective's messages cost α + bus factor(N) × bytes ÷ busbw; as much "
+        "hidden). Each collective's messages cost a fixed α + bus factor(N) × bytes ÷ busbw "
+        "(docs/glossary.md); as much "
         "communication stays hidden as the share set of the run's; compute and idle time stay "
         "as measured (docs/metrics.md, “What-if”)." + latency
     )

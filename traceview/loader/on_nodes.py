@@ -14,6 +14,7 @@ import msgspec
 
 from traceview.errors import TraceviewError
 from traceview.loader.engines import ray_session, why_failed
+from traceview.plain import counted
 
 if TYPE_CHECKING:
     from traceview.loader.ingest import Ingested
@@ -69,7 +70,7 @@ def ingest_on_nodes(
         if nowhere:
             raise TraceviewError(
                 f"{nowhere[0]}: no such file or folder here or on any of the cluster's "
-                f"{len(nodes)} node(s)"
+                f"{counted(len(nodes), 'node')}"
             )
         work = ray.remote(_ingest_here)
         runs = []

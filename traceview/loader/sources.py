@@ -85,7 +85,10 @@ def find_runs(
         elif path.is_dir():
             found = _folder_runs(path, within)
             if not found and not empty_ok:
-                raise TraceviewError(f"{path}: no trace files (*.json, *.json.gz) here or below")
+                raise TraceviewError(
+                    f"{path}: no trace files (*.json, *.json.gz) here or below; name the folder "
+                    "torch.profiler wrote into (tensorboard_trace_handler's) or a trace"
+                )
             runs += found
         else:
             raise TraceviewError(f"{path}: no such file or folder")
@@ -211,7 +214,7 @@ def check_one_job(folder: Path, reports: Sequence[RankIdentity]) -> None:
             (a, ra), (b, rb) = list(seen.items())[:2]
             raise TraceviewError(
                 f"{folder}: mixes traces of different jobs ({ra.trace.name}: {said} {a}, "
-                f"{rb.trace.name}: {said} {b})"
+                f"{rb.trace.name}: {said} {b}): move each job's traces into a folder of its own"
             )
     spans = [(r.epoch_span_ns, r) for r in reports if r.epoch_span_ns is not None]
     if spans:
@@ -221,7 +224,8 @@ def check_one_job(folder: Path, reports: Sequence[RankIdentity]) -> None:
         if gap > SAME_JOB_SLACK_NS:
             raise TraceviewError(
                 f"{folder}: mixes traces of different jobs ({earliest_end[1].trace.name} ends "
-                f"{gap / 3.6e12:.1f} h before {latest_start[1].trace.name} starts)"
+                f"{gap / 3.6e12:.1f} h before {latest_start[1].trace.name} starts): move each "
+                "job's traces into a folder of its own"
             )
 
 

@@ -12,6 +12,7 @@ from traceview.model.facts import EventFacts, IntervalFacts
 from traceview.model.gpu import said_counts
 from traceview.parse import Trace
 from traceview.parse.names import MAYBE_COMM_KERNEL
+from traceview.plain import noun
 
 SUGGESTED_KERNELS = 3
 
@@ -33,7 +34,10 @@ def timeline_notes(
             severity="lossy",
         )
     if spans.height == 0:
-        yield Note(message="no ProfilerStep spans: only whole-trace totals are reported")
+        yield Note(
+            message="no ProfilerStep spans: only whole-trace totals are reported (call "
+            "prof.step() once per training iteration for per-step figures)"
+        )
     outside = found.outside
     if mode == "gpu" and found.work and sum(found.unlaunched) == found.work:
         yield Note(
@@ -136,7 +140,7 @@ def _steps_without_device_work(spans: pl.DataFrame, intervals: pl.DataFrame) -> 
     listed = ", ".join(str(s) for s in empty[:STEPS_LISTED])
     more = f" and {len(empty) - STEPS_LISTED:,} more" if len(empty) > STEPS_LISTED else ""
     yield Note(
-        message=f"profiler step(s) {listed}{more} launched no GPU work: a step's GPU window is "
-        "its work's, so they are in no per-step figure (the work of a step may have been "
-        "launched in another, or the loop did host work only)"
+        message=f"profiler {noun(len(empty), 'step')} {listed}{more} launched no GPU work: a "
+        "step's GPU window is its work's, so they are in no per-step figure (the work of a step "
+        "may have been launched in another, or the loop did host work only)"
     )

@@ -50,7 +50,12 @@ def read_meta(raw: dict[str, Any], notes: list[Note]) -> TraceMeta:
     dist = raw.get("distributedInfo")
     if not isinstance(dist, dict):
         dist = {}
-        notes.append(Note(message="no distributedInfo: rank and world size unknown"))
+        notes.append(
+            Note(
+                message="no distributedInfo: rank and world size unknown (the profiler "
+                "records them when torch.distributed is initialised before profiling starts)"
+            )
+        )
     rank, world = _whole(dist.get("rank")), _whole(dist.get("world_size"))
     if (
         dist

@@ -37,6 +37,10 @@ MAX_EVENT_BYTES = 64 << 20  # the longest event (or stretch without a boundary) 
 MAX_ODD_BATCHES = 4  # after this many batches the scanner leaves, the trace is all Python's
 
 
+# What helps with a file that is no trace: it is said after every such refusal.
+A_TRACE = "give a trace torch.profiler wrote (export_chrome_trace or tensorboard_trace_handler)"
+
+
 class StreamError(Exception):
     """The bytes are not a trace; the message says why, for one line of output."""
 
@@ -178,14 +182,16 @@ class EventStream:
         start = json_text.first_non_blank(buf)
         if start == len(buf):
             if at_eof:
-                raise StreamError("empty file" if not buf else "file holds only white space")
+                said = "empty file" if not buf else "file holds only white space"
+                raise StreamError(f"{said}: nothing of a trace was written to it; {A_TRACE}")
             return None
         first = buf[start : start + 1]
         if first == b"[":
             self.result.bare_array = True
             return start + 1
         if first != b"{":
-            raise StreamError(f"not JSON (starts with {bytes(buf[start : start + 16])!r})")
+            head = bytes(buf[start : start + 16])
+            raise StreamError(f"not JSON (starts with {head!r}); {A_TRACE}")
         # Keys found before were inside strings, and stay so: look only at what is new.
         for m in json_text.ARRAY_KEY.finditer(buf, max(start, self._header_searched - 64)):
             header = buf[start : m.end()] + b"]}"
@@ -213,8 +219,10 @@ class EventStream:
         try:
             json_text.decode_json(buf)
         except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
-            raise StreamError("not valid JSON, and no traceEvents array found") from None
-        raise NotATrace("JSON without a traceEvents array: not a profiler trace")
+            raise StreamError(
+                f"not valid JSON, and no traceEvents array found; {A_TRACE}"
+            ) from None
+        raise NotATrace(f"JSON without a traceEvents array: not a profiler trace; {A_TRACE}")
 
     # -- the middle -----------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from traceview.analysis.breakdown import Breakdown
 from traceview.analysis.rank import RankReport, keeps
 from traceview.analysis.windows import StepBreakdown
 from traceview.errors import TraceviewError, unreadable
+from traceview.plain import noun
 from traceview.store.layout import NO_RANK, STORE_VERSION, SUMMARY, TABLES, cannot_write
 from traceview.tables import (
     BREAKDOWN_COLUMNS,
@@ -223,7 +224,7 @@ def _table(
         table = table.with_columns(rank=pl.lit(rank, pl.Int32))
     missing = [c for c in schema if c not in table.columns]
     if missing:
-        raise TraceviewError(f"{path}: lacks column(s) {', '.join(missing)}")
+        raise TraceviewError(f"{path}: lacks {noun(len(missing), 'column')} {', '.join(missing)}")
     return table.select(list(schema)).cast(schema)  # type: ignore[arg-type]
 
 

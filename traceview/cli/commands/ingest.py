@@ -11,6 +11,7 @@ from traceview.cli.progress import Progress
 from traceview.cli.say import say
 from traceview.loader.engines import ENGINES
 from traceview.loader.ingest import ingest
+from traceview.plain import counted
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -78,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
     for failure in done.failures:
         options.report_failure(failure, args)
     options.say_losses((str(trace), message) for trace, message in done.losses)
-    jobs = f"{len(done.jobs)} job{'s' if len(done.jobs) != 1 else ''}"
+    jobs = counted(len(done.jobs), "job")
     print(
-        f"{Path(args.store)}: {jobs}; {len(done.written)} rank partition(s) written, "
+        f"{Path(args.store)}: {jobs}; {counted(len(done.written), 'rank partition')} written, "
         f"{len(done.unchanged)} unchanged, {len(done.failures)} failed"
     )
     return options.exit_code(done.failures, bool(done.losses))

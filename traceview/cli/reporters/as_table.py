@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import attrgetter
-from pathlib import Path
 
 from traceview.cli.reporters.common import (
     BREAKDOWN,
@@ -25,12 +24,14 @@ from traceview.documents.critical_path import critical_path as path_document
 from traceview.documents.diff import diff as diff_document
 from traceview.documents.words import (
     BANDWIDTH_ON_DURATION,
-    COMM_PER_STEP,
     LOWER_BOUND,
     NO_FINDINGS,
+    SCALING_LEGEND,
+    job_said,
     strategy_said,
 )
 from traceview.loader import Runs
+from traceview.plain import GLOSSARY, UNKNOWN, counted
 
 # -- analyze -------------------------------------------------------------------------------
 
@@ -47,6 +48,10 @@ _STEP_HEAD = (
 )
 
 
+# The last line of each table: where every word it uses is said in plain terms.
+WORDS = f"(the words used here: {GLOSSARY})\n"
+
+
 def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> str:
     """A job of several ranks leads with its ranks side by side; each rank's own table for a
     job of one rank, or when asked (`per_rank`)."""
@@ -58,7 +63,8 @@ def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> 
             parts.append(_spread_table(job, ranks, steps, per_rank))
         if len(ranks) == 1 or per_rank:
             parts += [_rank_table(r) for r in ranks]
-    return "\n".join(parts) + "".join(line + "\n" for line in findings_lines(doc.findings))
+    found = "".join(line + "\n" for line in findings_lines(doc.findings))
+    return "\n".join(parts) + found + WORDS
 
 
 # The step table's column names, a figure per row.
@@ -71,14 +77,15 @@ def _spread_table(
     backends = {r.backend for r in ranks if r.backend} or {"backend unknown"}
     over = "whole traces" if steps is None else f"steps {steps}"
     lines = [
-        f"{job.job} · {len(ranks)} ranks · {', '.join(sorted(backends))} · {ranks[0].mode} · {over}"
+        f"{job_said(job.job)} · {counted(len(ranks), 'rank')} · {', '.join(sorted(backends))} · "
+        f"{ranks[0].mode} · {over}"
     ]
     cells = [["", "min", "median", "max", "worst rank"]]
     for key, s in job.spread.items():
         if s.min is None or s.median is None or s.max is None:
-            cells.append([_SPREAD_NAMES[key], "unknown", "unknown", "unknown", "-"])
+            cells.append([_SPREAD_NAMES[key], UNKNOWN, UNKNOWN, UNKNOWN, UNKNOWN])
             continue
-        worst = "-" if s.worst_rank is None or s.min == s.max else str(s.worst_rank)
+        worst = UNKNOWN if s.worst_rank is None or s.min == s.max else str(s.worst_rank)
         shown = [_spread_cell(key, v) for v in (s.min, s.median, s.max)]
         cells.append([_SPREAD_NAMES[key], *shown, worst])
     lines += aligned(cells, left_first=True)
@@ -104,7 +111,7 @@ def findings_lines(found: Sequence[d.Finding]) -> list[str]:
         return ["", NO_FINDINGS]
     lines = ["", "findings:"]
     for f in found:
-        lines += [f"  - {Path(f.job).name}: {f.what}", f"    → {f.action}"]
+        lines += [f"  - {job_said(f.job, whole=False)}: {f.what}", f"    → {f.action}"]
     return lines
 
 
@@ -123,7 +130,9 @@ def _rank_table(r: d.Rank) -> str:
         size = "size unknown" if c.bytes is None else f"{c.bytes / 1e6:,.1f} MB"
         if c.bytes is not None and c.bytes_known < c.count:
             size += f" ({c.bytes_known} of {c.count} sized)"
-        lines.append(f"  {c.collective}: {c.count} calls, {c.total_us / 1e3:,.3f} ms, {size}")
+        lines.append(
+            f"  {c.collective}: {counted(c.count, 'call')}, {c.total_us / 1e3:,.3f} ms, {size}"
+        )
     for n in r.notes:
         kind = {"lossy": "warning", "caveat": "caveat"}.get(n.severity, "note")
         lines.append(f"  {kind}: {n.message}")
@@ -142,7 +151,7 @@ def _step_columns(rows: list[tuple[str, d.Breakdown]]) -> list[list[str]]:
             ]
         )
     pct = [b.overlap_pct for b in breakdowns]
-    columns.append(["-" if v is None else f"{v:.1f}" for v in pct])
+    columns.append([UNKNOWN if v is None else f"{v:.1f}" for v in pct])
     return columns
 
 
@@ -163,7 +172,7 @@ _CALL_SHOWN = [
     ("wait_us", "wait µs", "{:,.1f}"),
     ("transfer_us", "transfer µs", "{:,.1f}"),
     ("bytes", "MB", "{:,.2f}"),
-    ("busbw_gbps", "busbw GB/s", "{:,.2f}"),
+    ("busbw_gbps", "bus bandwidth GB/s", "{:,.2f}"),
     ("exposed_us", "exposed µs", "{:,.1f}"),
 ]
 
@@ -172,7 +181,7 @@ def collectives(runs: Runs, steps: StepSelection | None) -> str:
     lines = []
     for job in build.collectives(runs, steps).jobs:
         strategy = f" · {strategy_said(job.strategy, job.strategy_source)}" if job.strategy else ""
-        lines.append(f"{job.job}{strategy} · {len(job.traces)} trace(s)")
+        lines.append(f"{job_said(job.job)}{strategy} · {counted(len(job.traces), 'trace')}")
         if job.strategy_source == "inferred" and job.strategy_evidence:
             lines.append(f"  strategy inferred from the traces: {job.strategy_evidence}")
         lines += _call_lines(job.calls) if job.calls else ["  no collective calls"]
@@ -197,13 +206,14 @@ def collectives(runs: Runs, steps: StepSelection | None) -> str:
         for fit in job.fits:
             if fit.alpha_us is not None and fit.bandwidth_gbps is not None:
                 lines.append(
-                    f"  {fit.collective} fit on {basis}: α {fit.alpha_us:,.1f} µs, "
-                    f"{fit.bandwidth_gbps:,.2f} GB/s, R² {fit.r2:.2f}"
+                    f"  {fit.collective} fit on {basis}: fixed cost per call (α) "
+                    f"{fit.alpha_us:,.1f} µs, bandwidth {fit.bandwidth_gbps:,.2f} GB/s, "
+                    f"R² {fit.r2:.2f}"
                 )
             lines.append(f"  {fit.collective}: {fit.advice}")
         lines += link_lines(job)
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines) + WORDS
 
 
 def _call_lines(calls: list[d.Call]) -> list[str]:
@@ -214,7 +224,7 @@ def _call_lines(calls: list[d.Call]) -> list[str]:
             v = getattr(call, col)
             if col == "bytes" and v is not None:
                 v = v / 1e6
-            cell = "-" if v is None else fmt.format(v)
+            cell = UNKNOWN if v is None else fmt.format(v)
             if col == "step" and v is None:  # launched before the profiling window
                 cell = BEFORE_FIRST_STEP
             if col == "busbw_gbps" and v is not None and call.bandwidth_on == "duration":
@@ -235,15 +245,15 @@ def ranks(runs: Runs) -> str:
     for job in build.ranks(runs).jobs:
         if not job.compared:
             lines += [
-                f"{job.job}: {job.ranks} rank trace(s); cross-rank analysis needs two or "
-                "more traces of one job with known ranks",
+                f"{job_said(job.job)}: {counted(job.ranks, 'rank trace')}; cross-rank analysis "
+                "needs two or more traces of one job with known ranks",
                 "",
             ]
             continue
         if not job.aligned:
             lines.append(
-                f"{job.job} · {job.ranks} ranks · NOT ALIGNED: {job.reason}; no clock "
-                "offsets, wait/transfer split or straggler"
+                f"{job_said(job.job)} · {counted(job.ranks, 'rank')} · NOT ALIGNED: "
+                f"{job.reason}; no clock offsets, wait/transfer split or straggler"
             )
             lines += skew_lines(job)
             lines += desync_lines(job.desync)
@@ -251,8 +261,9 @@ def ranks(runs: Runs) -> str:
             continue
         rejected = f", {job.rejected_matches} rejected" if job.rejected_matches else ""
         lines.append(
-            f"{job.job} · {job.ranks} ranks · {job.matched_collectives} collectives matched on "
-            f"every rank by {job.matched_by} ({job.unmatched_calls} calls unmatched{rejected}) · "
+            f"{job_said(job.job)} · {counted(job.ranks, 'rank')} · "
+            f"{counted(job.matched_collectives, 'collective')} matched on every rank by "
+            f"{job.matched_by} ({counted(job.unmatched_calls, 'call')} unmatched{rejected}) · "
             f"clocks on rank {job.reference_rank}'s"
         )
         if job.reason:
@@ -287,24 +298,20 @@ def ranks(runs: Runs) -> str:
         lines += skew_lines(job)
         lines += desync_lines(job.desync)
         lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines) + WORDS
 
 
 # -- compare -------------------------------------------------------------------------------
 
-_COMPARE_NOTE = (
-    "step s: the median of the run's measured steps (unprofiled ones from run.json, else "
-    "profiled; traces alone: each step's slowest rank). E(N) = throughput(N) / "
-    "(N × throughput(1)) against the same strategy's DP-1 run (T(1)/T(N) for traces "
-    "without a run record); " + COMM_PER_STEP + "; "
-    "model states: the largest rank; theory = the textbook ZeRO formula for the "
-    "run's precision (AdamW; bf16 = mixed precision), and 'as run' the layout the harness "
-    'holds where it differs, which the measurement should match (docs/harness.md "Memory theory").'
-)
+
+def _legend() -> list[str]:
+    """compare's columns in a few lines (documents/words.py)."""
+    width = max(len(name) for name, _ in SCALING_LEGEND)
+    return [f"{name:<{width}}  {said}" for name, said in SCALING_LEGEND]
 
 
 def _fmt(value: float | int | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+    return UNKNOWN if value is None else format(value, spec)
 
 
 def _mb(value: float | None) -> str:
@@ -351,25 +358,25 @@ def compare(runs: Runs, memory_budget_bytes: float | None = None) -> str:
                 r.comm_volume_text,
                 f"{_mb(r.model_state_bytes)} ({theory})",
                 "!" if r.caveats else "",
-                Path(r.job).name,
+                job_said(r.job, whole=False),
             ]
         )
     lines = aligned(cells, indent="", left_last=True)
-    said = [f"! {Path(r.job).name}: {c}" for r in rows for c in r.caveats]
+    said = [f"! {job_said(r.job, whole=False)}: {c}" for r in rows for c in r.caveats]
     said += [
-        f"* {Path(r.job).name}: inferred from the traces: {r.strategy_evidence}"
+        f"* {job_said(r.job, whole=False)}: inferred from the traces: {r.strategy_evidence}"
         for r in rows
         if r.strategy_source == "inferred" and r.strategy_evidence
     ]
     found = findings_lines(doc.findings)
     checked = checked_lines(doc.predictions_checked)
-    body = [*lines, "", *said, *([""] if said else []), _COMPARE_NOTE, *checked, *found]
+    body = [*lines, "", *said, *([""] if said else []), *_legend(), *checked, *found]
     return "\n".join(body) + "\n"
 
 
 def diff(runs: Runs, a: StepSelection | None, b: StepSelection | None) -> str:
-    return diff_table(diff_document(runs, a, b))
+    return diff_table(diff_document(runs, a, b)) + WORDS
 
 
 def critical_path(runs: Runs, steps: StepSelection | None) -> str:
-    return critical_path_table(path_document(runs, steps))
+    return critical_path_table(path_document(runs, steps)) + WORDS

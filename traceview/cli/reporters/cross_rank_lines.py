@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from traceview.documents import structs as d
 from traceview.documents.words import stragglers_said
+from traceview.plain import UNKNOWN, counted
 
 
 def straggler_lines(s: d.Stragglers | None) -> list[str]:
@@ -20,7 +21,7 @@ def straggler_lines(s: d.Stragglers | None) -> list[str]:
             runs.append([step.step, step.step, step.rank])
     said = [
         f"{'step' if a == b else 'steps'} {a if a == b else f'{a}–{b}'}: "
-        f"{'-' if who is None else f'rank {who}'}"
+        f"{UNKNOWN if who is None else f'rank {who}'}"
         for a, b, who in runs
     ]
     return [head, "    " + " · ".join(said)]
@@ -34,10 +35,17 @@ def desync_lines(found: d.Desync | None) -> list[str]:
         return []
     lines = [f"  desync: not judged: {why}" for why in found.unjudged]
     if found.groups:
-        checked = f"{found.calls:,} calls of {found.groups} group(s) lined up by {found.keyed_by}"
+        checked = (
+            f"{counted(found.calls, 'call')} of {counted(found.groups, 'group')} lined up by "
+            f"{found.keyed_by}"
+        )
         lines.append(
             f"  desync: {checked}: "
-            + (f"{len(found.signs)} sign(s)" if found.signs else "every rank ran the same calls")
+            + (
+                counted(len(found.signs), "sign")
+                if found.signs
+                else "every rank ran the same calls"
+            )
         )
     lines += [f"    {s.said}" for s in found.signs[:DESYNC_SHOWN]]
     if len(found.signs) > DESYNC_SHOWN:

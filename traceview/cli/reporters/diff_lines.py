@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from traceview.cli.reporters.common import aligned
 from traceview.documents import structs as d
+from traceview.documents.words import job_said
+from traceview.plain import UNKNOWN, counted
 
 SHOWN = 12  # rows per section; the JSON and CSV hold every one
 
 
 def _said(c: d.Change, unit: str) -> list[str]:
     pct = "" if c.change_pct is None else f" ({c.change_pct:+.0f}%)"
-    judged = {True: "within noise", False: "beyond noise", None: "-"}[c.within_noise]
+    judged = {True: "within noise", False: "beyond noise", None: UNKNOWN}[c.within_noise]
     return [
         f"{c.before:,.3f}{unit}",
         f"{c.after:,.3f}{unit}",
@@ -21,7 +23,11 @@ def _said(c: d.Change, unit: str) -> list[str]:
 
 def diff_table(doc: d.DiffDocument) -> str:
     n_a, n_b = doc.rank_steps
-    lines = [f"A: {doc.before} ({n_a} rank-steps)", f"B: {doc.after} ({n_b} rank-steps)", ""]
+    lines = [
+        f"A: {job_said(doc.before)} ({counted(n_a, 'rank-step')})",
+        f"B: {job_said(doc.after)} ({counted(n_b, 'rank-step')})",
+        "",
+    ]
     rows = [["per rank and step", "A", "B", "B - A", "judged"]]
     rows.append(["step", *_said(doc.step_ms, " ms")])
     rows += [[f"  {p.what}", *_said(p, " ms")] for p in doc.parts]

@@ -13,6 +13,8 @@ from traceview.documents.path_structs import (
     PathSegment,
     StepPath,
 )
+from traceview.documents.words import job_said
+from traceview.plain import UNKNOWN, counted
 
 SHOWN_PARTS = 8  # rows of a job's totals; the JSON and CSV hold every one
 LEGS_UP_TO = 3  # steps whose path is listed rank by rank (more: choose with --steps)
@@ -44,7 +46,7 @@ def _mostly(leg: list[PathSegment]) -> str:
         if g.top_work is not None:
             time[g.top_work] = time.get(g.top_work, 0.0) + g.us
     if not time:
-        return "-"
+        return UNKNOWN
     name = min(time, key=lambda n: (-time[n], n))
     return name if len(name) <= NAME_SHOWN else name[: NAME_SHOWN - 1] + "…"
 
@@ -62,7 +64,7 @@ def _leg_lines(step: StepPath) -> list[str]:
         via = f"{previous} by {leg[0].collective}" if previous and leg[0].collective else previous
         rows.append([
             f"{leg[0].at_us / 1000:,.3f}", f"{sum(g.us for g in leg) / 1000:,.3f}",
-            str(leg[0].rank), via or "-", *(f"{ms[c]:,.3f}" if ms[c] else "" for c in present),
+            str(leg[0].rank), via or UNKNOWN, *(f"{ms[c]:,.3f}" if ms[c] else "" for c in present),
             _mostly(leg),
         ])  # fmt: skip
         previous = str(leg[0].rank)
@@ -73,11 +75,14 @@ def _leg_lines(step: StepPath) -> list[str]:
 
 
 def _job_lines(job: JobPath) -> list[str]:
-    lines = [f"{job.job} — critical path across {job.ranks} rank(s), clock {job.clock}"]
+    across = counted(job.ranks, "rank")
+    lines = [f"{job_said(job.job)} — critical path across {across}, clock {job.clock}"]
     if not job.found:
         return [*lines, f"  none: {job.reason}"]
     step_ms = sum(s.step_us for s in job.steps) / 1000
-    rows = [["rank", "category", "ms", f"share of {len(job.steps)} step(s), {step_ms:,.3f} ms"]]
+    rows = [
+        ["rank", "category", "ms", f"share of {counted(len(job.steps), 'step')}, {step_ms:,.3f} ms"]
+    ]
     rows += [
         [str(p.rank), p.category, f"{p.us / 1000:,.3f}", f"{100 * p.share:.1f}%"]
         for p in job.totals[:SHOWN_PARTS]

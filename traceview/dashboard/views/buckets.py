@@ -14,14 +14,14 @@ CALL_COLUMNS = {
     "duration_ms": ("duration ms", "{:,.3f}"),
     "wait_ms": ("waiting ms", "{:,.3f}"),
     "exposed_ms": ("exposed ms", "{:,.3f}"),
-    "busbw_said": ("busbw GB/s", None),
+    "busbw_said": ("bus bandwidth GB/s", None),
 }
 
 PEAK_COLUMNS = {
     "collective": ("collective", None),
     "bytes": ("size bytes", "{:,d}"),
     "calls": ("calls", "{:d}"),
-    "busbw_gbps": ("busbw GB/s (median)", "{:,.2f}"),
+    "busbw_gbps": ("bus bandwidth GB/s (median)", "{:,.2f}"),
     "peak_pct": ("% of the link's peak", "{:.1f}"),
     "lower_bound": ("a lower bound", None),
 }

@@ -5,12 +5,13 @@ import polars as pl
 import streamlit as st
 
 from traceview import Job, Runs
-from traceview.dashboard import data
+from traceview.dashboard import charts, data
 from traceview.dashboard.charts import FULL_WIDTH
 from traceview.dashboard.ui import guarded, table
 from traceview.documents import structs as d
 from traceview.documents.diff import diff
 from traceview.documents.steps import parse_steps
+from traceview.plain import UNKNOWN, counted
 
 CHANGE_COLUMNS = {
     "what": ("", None),
@@ -29,7 +30,7 @@ CALLS_COLUMNS = {
 
 
 def changes(items: list[d.Change]) -> pl.DataFrame:
-    judged = {True: "within noise", False: "beyond noise", None: "-"}
+    judged = {True: "within noise", False: "beyond noise", None: UNKNOWN}
     return pl.DataFrame(
         [{"what": c.what, "before": c.before, "after": c.after, "change": c.change,
           "judged": judged[c.within_noise]} for c in items],
@@ -52,19 +53,22 @@ def show(doc: d.DiffDocument) -> None:
     st.altair_chart(
         alt.Chart(parts).mark_bar().encode(
             x=alt.X("change:Q", title="B − A, ms per rank and step"),
-            y=alt.Y("what:N", title=None, sort=None),
+            y=alt.Y("what:N", title=None, sort=None, axis=charts.NAME_AXIS),
+            tooltip=[alt.Tooltip("what:N", title="part"),
+                     alt.Tooltip("change:Q", title="B − A ms", format=",.3f"), "judged:N"],
             color=alt.Color("judged:N", title=None,
-                            scale=alt.Scale(domain=["within noise", "beyond noise", "-"],
+                            scale=alt.Scale(domain=["within noise", "beyond noise", UNKNOWN],
                                             range=["#bab0ac", "#e45756", "#9d9d9d"])),
         ).properties(**FULL_WIDTH, height=120),
         width="stretch",
     )  # fmt: skip
     table(changes([doc.step_ms, *doc.parts]), CHANGE_COLUMNS)
     st.caption(
-        f"A: {doc.before}; B: {doc.after}. Means per rank and step over {doc.rank_steps[0]} (A) "
-        f"and {doc.rank_steps[1]} (B) rank-steps: compute + exposed communication + idle = the "
-        "step. Within noise: the change is under twice the standard error of the difference of "
-        "the means (docs/metrics.md, “Diff”)."
+        f"A: {doc.before}; B: {doc.after}. Means per rank and step over "
+        f"{counted(doc.rank_steps[0], 'rank-step')} (A) and "
+        f"{counted(doc.rank_steps[1], 'rank-step')} (B): compute + exposed communication + "
+        "idle = the step. Within noise: the change is under twice the standard error of the "
+        "difference of the means (docs/metrics.md, “Diff”)."
     )
     for title, items in (("Per collective", doc.collectives),
                          ("Per bucket or FSDP module", doc.labels)):  # fmt: skip

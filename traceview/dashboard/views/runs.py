@@ -5,6 +5,7 @@ import streamlit as st
 from traceview.dashboard import MAX_UPLOAD_MB, data, upload
 from traceview.dashboard.frames import rank_label
 from traceview.dashboard.ui import caveat_box, guarded, run_caveats, run_names, table
+from traceview.plain import UNKNOWN
 
 RUNS_COLUMNS = {
     "run": ("run", None),
@@ -57,6 +58,6 @@ if uploaded is not None:
                 ],
                 strict=False,
             ):
-                col.metric(label, "unknown" if value is None else f"{value / 1e6:,.3f}")
-            cols[3].metric("overlap", "-" if t.overlap_pct is None else f"{t.overlap_pct:.1f}%")
+                col.metric(label, UNKNOWN if value is None else f"{value / 1e6:,.3f}")
+            cols[3].metric("overlap", UNKNOWN if t.overlap_pct is None else f"{t.overlap_pct:.1f}%")
             caveat_box(run_caveats(job))
