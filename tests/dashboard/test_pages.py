@@ -311,6 +311,19 @@ def test_scaling_page_on_real_traces_without_run_records(monkeypatch, tmp_path):
     assert not at.error and not at.warning
 
 
+def test_scaling_page_says_what_a_trace_without_steps_lacks(monkeypatch, tmp_path):
+    # A user's trace recorded without prof.step(): no chart to draw, and the page says why
+    # and what gives one, above the tables of what the trace does give.
+    (tmp_path / "job").mkdir()
+    events = [tb.cpu_op("aten::mm", 1.0, 2.0)]
+    tb.write(tmp_path / "job" / "trace.json", tb.document(events, rank=None))
+    at = page("scaling", tmp_path, monkeypatch)
+    assert not charts(at) and not at.error
+    assert any(i.value.startswith("No run here has profiler steps") and "prof.step()" in i.value
+               for i in at.info)  # fmt: skip
+    assert len(at.dataframe[0].value) == 1
+
+
 def test_every_page_opens_on_the_same_run(monkeypatch):
     # No choice made yet: the run with the most rank traces, on the runs page as on the others.
     chosen = {}

@@ -109,3 +109,15 @@ def test_a_folder_with_a_run_record_is_never_a_part(tmp_path):
     rank_folder(tmp_path / "job", 1, 2)
     (tmp_path / "job" / "rank1" / "run.json").write_text("{}")
     assert len(traceview.find_runs([tmp_path])) == 2
+
+
+def test_several_hosts_files_in_one_folder_are_one_job(tmp_path):
+    # tensorboard_trace_handler on two hosts, their files copied into one folder: the ranks
+    # are known from distributedInfo alone, each host's two ranks in files named by host.
+    for rank in range(4):
+        host = f"node{rank // 2}"
+        doc = tb.document(tb.gpu_example(group=4), rank=rank, world=4, host_name=host)
+        tb.write(tmp_path / f"{host}_{100 + rank}.1700000000000000000.pt.trace.json", doc)
+    (job,) = traceview.load_runs([tmp_path]).jobs
+    assert [r.rank for r in job.ranks] == [0, 1, 2, 3]
+    assert [r.host for r in job.ranks] == ["node0", "node0", "node1", "node1"]

@@ -94,6 +94,11 @@ THEORY_COLUMNS = {
 
 
 # What the scaling page and the report say where runs have no run record to give E(N).
+NO_STEPS = (
+    "No run here has profiler steps to time or communication to set against them: call "
+    "prof.step() once per training iteration (torch.profiler.schedule) for per-step figures; "
+    "the tables below hold what the traces give."
+)
 NEEDS_A_RECORD = (
     "E(N) and throughput need each run's samples per step, which the harness's run.json "
     "records, and a DP-1 run of the same strategy beside the larger ones; from the traces "

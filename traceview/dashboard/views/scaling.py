@@ -6,6 +6,7 @@ from traceview.dashboard import charts, data
 from traceview.dashboard.frames import (
     CHECKED_NOTE,
     NEEDS_A_RECORD,
+    NO_STEPS,
     SCALING_COLUMNS,
     THEORY_COLUMNS,
     caveat_lines,
@@ -67,6 +68,8 @@ if runs is not None and runs.height:
         exposed = scaling.filter(pl.col("exposed_comm_fraction").is_not_null())
         if exposed.height:
             right.altair_chart(charts.exposed_chart(exposed, by_run=True), width="stretch")
+        if not timed.height and not exposed.height:
+            st.info(NO_STEPS)
     guarded("What if", lambda: what_if_panel(jobs, names_of(jobs, base)))
     if scaling.height:
         st.subheader("Step time and efficiency")
