@@ -17,6 +17,7 @@ from traceview.dashboard.frames import (
 )
 from traceview.dashboard.ui import caveat_box, failed_box, guarded, loaded_run, table
 from traceview.dashboard.whatif_panel import names_of, what_if_panel
+from traceview.documents.words import SCALING_LEGEND
 
 st.title("Scaling")
 runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))
@@ -76,3 +77,4 @@ if runs is not None and runs.height:
         table(scaling, SCALING_COLUMNS)
         st.subheader("Traffic and memory against the ZeRO theory")
         table(scaling, THEORY_COLUMNS)
+        st.caption("  \n".join(f"`{name}`: {said}" for name, said in SCALING_LEGEND))
