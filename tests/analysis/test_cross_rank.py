@@ -3,6 +3,9 @@ jobs whose right pairs are known (times in µs), and the real sampled 128-rank e
 
 from __future__ import annotations
 
+import gzip
+import json
+import shutil
 from pathlib import Path
 
 import polars as pl
@@ -10,10 +13,12 @@ import pytest
 
 import traceview
 from tests import tracebuild as tb
+from tests.cli.run_cli import traceview as cli
 from traceview.analysis.matching import ENDS_SLACK_NS, ENDS_SLACK_SHARE
 
 US = 1000
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "traces"
+ROOT = Path(__file__).parents[2]
 
 
 def rank_trace(tmp_path, rank, shift, calls, host, seqs=None):
@@ -136,3 +141,23 @@ def test_not_aligned_is_said_in_every_format(tmp_path, fmt):
         assert ("NOT ALIGNED" in result.out) == (fmt == "table")
     calls = traceview("collectives", tmp_path, "--format", "json" if fmt == "json" else "table")
     assert "do not hold together" in calls.out
+
+
+def test_a_rank_without_step_markers_leaves_the_job_unaligned_not_broken(tmp_path):
+    # A real 2-rank NCCL job's rank 0, and as rank 1 the same trace without its ProfilerStep
+    # spans: no call of rank 1 pairs with one of rank 0, so no clock offset can be fitted. The
+    # job is said to be not aligned (was: an internal error), and a good job beside it is read.
+    doc = json.loads(gzip.decompress((FIXTURES / "nccl_ddp_w2_rank0.json.gz").read_bytes()))
+    (tmp_path / "job").mkdir()
+    tb.write(tmp_path / "job" / "rank0.json", doc)
+    stepless = {**doc, "distributedInfo": {**doc["distributedInfo"], "rank": 1}}
+    stepless["traceEvents"] = [
+        e for e in doc["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep")
+    ]
+    tb.write(tmp_path / "job" / "rank1.json", stepless)
+    shutil.copytree(ROOT / "sample_traces" / "cpu_sweep" / "ddp-dp2", tmp_path / "good")
+    done = cli("ranks", tmp_path / "job", tmp_path / "good")
+    assert done.code == 0, done.err
+    assert f"{tmp_path / 'job'} · 2 ranks · NOT ALIGNED: " in done.out
+    assert f"{tmp_path / 'good'} · 2 ranks · " in done.out
+    assert cli("analyze", tmp_path / "job").code == 0

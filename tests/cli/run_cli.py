@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -15,12 +16,16 @@ class Result:
     err: str
 
 
-def traceview(*args: str | Path, cwd: Path | None = None) -> Result:
+def traceview(
+    *args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Result:
+    """`env`: variables set for this run, over the test's own environment."""
     proc = subprocess.run(
         [sys.executable, "-m", "traceview", *map(str, args)],
         capture_output=True,
         text=True,
         cwd=cwd,
         timeout=300,
+        env={**os.environ, **env} if env else None,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)

@@ -83,3 +83,12 @@ def test_a_step_the_job_lacks_names_those_it_has():
         f"traceview: error: no step 9 in {DDP1} (steps 2–3): name steps it has, e.g. --steps 2"
     )
     assert "`no step S in JOB (steps 2–5, 8–11): name steps it has, e.g. --steps 2`" in ERRORS
+
+
+def test_diff_with_one_run_unreadable_says_why_that_run(tmp_path):
+    # Not a usage message ("these paths hold 1"): the unreadable run's own error.
+    broken = _file("step 1 loss 2.3\n")(tmp_path)
+    done = traceview("diff", DDP1, broken)
+    assert done.code == 2
+    (line,) = done.err.strip().splitlines()
+    assert line.startswith(f"traceview: error: {broken}: not JSON (starts with"), line

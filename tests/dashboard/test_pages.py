@@ -160,6 +160,17 @@ def test_a_truncated_trace_is_said_in_the_page(monkeypatch, tmp_path):
     assert charts(at)
 
 
+def test_a_rank_that_could_not_be_read_is_said_beside_the_others(monkeypatch, tmp_path):
+    # rank 1's trace is garbage: the page draws rank 0 and says, first, that rank 1 is missing.
+    run = tmp_path / "half"
+    shutil.copytree(SWEEP / "cpu_sweep" / "ddp-dp2", run)
+    (run / "rank1.pt.trace.json.gz").write_bytes(gzip.compress(b"this is no trace"))
+    at = page("overlap", tmp_path, monkeypatch, run="half")
+    said = caveats(at)
+    assert said[0].startswith("not read: ") and "rank1.pt.trace.json.gz" in said[0], said
+    assert charts(at)
+
+
 def test_a_broken_trace_is_a_message_not_a_traceback(monkeypatch, tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "rank0.json").write_text("{ not json")
@@ -205,6 +216,29 @@ def test_a_link_to_a_file_outside_the_root_is_not_read(monkeypatch, tmp_path):
     assert len(at.dataframe[0].value) == 0
     at = page("overlap", root, monkeypatch)
     assert "No traces under" in at.warning[0].value
+
+
+def test_a_sweep_run_s_trace_linking_out_of_the_root_is_not_read(tmp_path):
+    # A sweep's run whose trace is a link to a file outside the root: not read, and nothing of
+    # its bytes comes back in any message.
+    import traceview
+
+    root, outside = tmp_path / "root", tmp_path / "elsewhere"
+    (root / "sweep" / "ddp-dp1").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.json").write_text("TOPSECRET password=hunter2")
+    (root / "sweep" / "ddp-dp1" / "rank0.json").symlink_to(outside / "secret.json")
+    index = {"command": [], "runs": [{"strategy": "ddp", "dp": 1, "path": "ddp-dp1",
+                                      "status": "ok", "exit_code": 0}]}  # fmt: skip
+    (root / "sweep" / "index.json").write_text(json.dumps(index))
+    (listed,) = traceview.find_runs([root], within=root, empty_ok=True)
+    assert listed.files == ()
+    try:
+        runs = traceview.load_runs([root], within=root)
+        said = " ".join(f.message for f in runs.failures)
+    except traceview.TraceviewError as e:
+        said = e.message
+    assert "TOPSECRET" not in said
 
 
 def test_a_store_partition_linking_out_of_the_root_is_not_read(monkeypatch, tmp_path):

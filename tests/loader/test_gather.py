@@ -121,3 +121,20 @@ def test_several_hosts_files_in_one_folder_are_one_job(tmp_path):
     (job,) = traceview.load_runs([tmp_path]).jobs
     assert [r.rank for r in job.ranks] == [0, 1, 2, 3]
     assert [r.host for r in job.ranks] == ["node0", "node0", "node1", "node1"]
+
+
+def test_a_rank_without_a_trace_is_named(tmp_path):
+    # An 8-rank job, no run record, rank 5's trace not in the folder: every rank says so.
+    for rank in (0, 1, 2, 3, 4, 6, 7):
+        doc = tb.document(tb.gpu_example(group=8), rank=rank, world=8)
+        tb.write(tmp_path / f"rank{rank}.json", doc)
+    (job,) = traceview.load_runs([tmp_path]).jobs
+    said = [n.message for r in job.ranks for n in r.notes if n.caveat]
+    assert (
+        said
+        == [
+            "the traces say world size 8, and rank 5 has no trace among them: figures across ranks "
+            "cover the 7 ranks read"
+        ]
+        * 7
+    )

@@ -178,7 +178,8 @@ def _calls_changes(
         )
         for row in joined.iter_rows(named=True)
     ]
-    return tuple(sorted(out, key=lambda c: -abs(c.exposed_ms.change)))
+    # Ties by name: the same input gives the same document every run.
+    return tuple(sorted(out, key=lambda c: (-abs(c.exposed_ms.change), c.name)))
 
 
 def _kernels(a: pl.DataFrame, b: pl.DataFrame, n_a: int, n_b: int) -> tuple[Change, ...]:
@@ -189,7 +190,9 @@ def _kernels(a: pl.DataFrame, b: pl.DataFrame, n_a: int, n_b: int) -> tuple[Chan
 
     joined = per_name(a, n_a).join(per_name(b, n_b), on="name", how="full", coalesce=True,
                                    suffix="_b").fill_null(0)  # fmt: skip
-    top = joined.with_columns(d=(pl.col("ms_b") - pl.col("ms")).abs()).sort("d", descending=True)
+    top = joined.with_columns(d=(pl.col("ms_b") - pl.col("ms")).abs()).sort(
+        ["d", "name"], descending=[True, False]
+    )
     return tuple(
         Change(what=name, before=float(before), after=float(after), noise=None)
         for name, before, after, _ in top.head(TOP_KERNELS).iter_rows()

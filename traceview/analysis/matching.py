@@ -104,9 +104,10 @@ def _offsets(matched: pl.DataFrame, ranks: list[int], shared_clock: bool) -> dic
     device_all = pairs["on_device"].to_numpy()
     shortest_all = np.minimum(pairs["dur_ns"].to_numpy(), pairs["ref_dur"].to_numpy())
     present, first = np.unique(rank_of, return_index=True)
-    bounds = dict(
-        zip(present.tolist(), zip(first, [*first[1:], len(rank_of)], strict=True), strict=True)
-    )
+    # Each rank's slice ends where the next begins; no pairs at all (no call of another rank
+    # matched one of the reference's): no slices, and every other rank keeps offset 0.
+    ends = [*first[1:], len(rank_of)] if len(first) else []
+    bounds = dict(zip(present.tolist(), zip(first, ends, strict=True), strict=True))
     out = {reference: 0.0}
     for rank in ranks[1:]:
         if rank not in bounds:

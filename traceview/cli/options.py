@@ -36,6 +36,7 @@ from traceview.loader import (
     machine_memory,
     read_paths,
 )
+from traceview.plain import number_runs
 
 
 def add_inputs(
@@ -127,23 +128,12 @@ def check_steps(steps: StepSelection | None, jobs: Sequence[Job], option: str = 
             if not any(lo <= step <= hi for step in have)
         ]
         if lacking:
-            there = f"steps {step_ranges(have)}" if have else "no profiler steps"
+            there = f"steps {number_runs(have)}" if have else "no profiler steps"
             which = "step" if len(lacking) == 1 and "-" not in lacking[0] else "steps"
             raise TraceviewError(
                 f"no {which} {', '.join(lacking)} in {job.name} ({there}): name steps it has, "
                 f"e.g. {option} {have[0] if have else 0}"
             )
-
-
-def step_ranges(steps: Sequence[int]) -> str:
-    """Sorted step numbers as runs: 2–5, 8–11."""
-    runs: list[list[int]] = []
-    for step in steps:
-        if runs and step == runs[-1][1] + 1:
-            runs[-1][1] = step
-        else:
-            runs.append([step, step])
-    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
 
 
 def positive_int(text: str) -> int:

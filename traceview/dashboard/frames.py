@@ -169,6 +169,7 @@ def caveat_lines(runs: Runs, root: str = "", with_rows: bool = True) -> list[str
         if r.strategy_source == "inferred" and r.strategy_evidence
     ]
     for job in runs.jobs:
+        lines += [f"{short(job.name)}: not read: {f.message}" for f in job.failures]
         ranks: dict[str, list[str]] = {}
         for r in job.ranks:
             for note in r.notes:

@@ -324,7 +324,15 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
     found = runs.findings()
     # Each once: a run's own caveats sit beside its row of the summary.
     caveats = caveat_lines(runs, root=_root(runs), with_rows=False)
-    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    # SOURCE_DATE_EPOCH (the reproducible-builds convention) fixes the stamp: then the same
+    # input gives the same file, byte for byte.
+    stamp = os.environ.get("SOURCE_DATE_EPOCH")
+    at = (
+        datetime.datetime.fromtimestamp(int(stamp), datetime.timezone.utc)
+        if stamp and stamp.isdigit()
+        else datetime.datetime.now(datetime.timezone.utc)
+    )
+    when = at.strftime("%Y-%m-%d %H:%M UTC")
     traces = sum(len(j.ranks) for j in runs.jobs)
     doc.add(f"<h1>{_e(title)}</h1>")
     doc.add(f"<p class=meta>{counted(len(runs.jobs), 'run')}, {counted(traces, 'rank trace')} "

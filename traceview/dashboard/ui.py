@@ -81,9 +81,11 @@ def caveat_box(lines: list[str]) -> None:
 
 
 def run_caveats(job: Job) -> list[str]:
-    """A run's caveats: the ranks its record lists but no trace gave, then each note that input
-    was lost or a figure may mislead, once, with the ranks it holds for."""
-    lines = []
+    """A run's caveats: its traces that could not be read, the ranks its record lists but no
+    trace gave, then each note that input was lost or a figure may mislead, once, with the
+    ranks it holds for."""
+    # The run's traces that could not be read come first: the pages draw the others.
+    lines = [f"not read: {failure.message}" for failure in job.failures]
     if job.run is not None and len(job.ranks) < job.run.world_size:
         found = sorted(r.rank for r in job.ranks if r.rank is not None)
         lines.append(

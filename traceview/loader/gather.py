@@ -18,7 +18,7 @@ import msgspec
 from traceview.errors import Note, TraceviewError
 from traceview.loader.sources import ran_together
 from traceview.parse.run_record import RUN_RECORD
-from traceview.plain import counted, noun
+from traceview.plain import counted, noun, number_runs
 
 if TYPE_CHECKING:
     from traceview.loader.job import Job
@@ -90,10 +90,13 @@ def _one(parts: list[Job], key: tuple[str, ...]) -> Job:
 
 
 def said_missing(job: Job) -> Job:
-    """A run folder whose record names ranks its traces are not: each rank says which are
-    elsewhere (another host's folder), so no figure passes for the whole job's."""
-    if job.folder is None or job.stored or not (job.folder / RUN_RECORD).exists():
+    """A run folder whose record names ranks its traces are not — or, without a record, whose
+    traces' world size counts ranks none of them is: each rank says which are elsewhere, so no
+    figure passes for the whole job's."""
+    if job.folder is None or job.stored:
         return job
+    if not (job.folder / RUN_RECORD).exists():
+        return _world_missing(job)
     try:
         run = job.run
     except TraceviewError:
@@ -108,6 +111,25 @@ def said_missing(job: Job) -> Job:
         f"{noun(len(away), 'rank')} {where} {noun(len(away), 'is', 'are')} not among these "
         "traces: a job written on several hosts is read by naming "
         "each host's folder together (docs/harness.md)",
+        severity="caveat",
+    )
+    return msgspec.structs.replace(
+        job, ranks=tuple(msgspec.structs.replace(r, notes=(*r.notes, note)) for r in job.ranks)
+    )
+
+
+def _world_missing(job: Job) -> Job:
+    """Traces alone: one world size, every rank known, some ranks of it without a trace."""
+    worlds = {r.world_size for r in job.ranks}
+    have = {r.rank for r in job.ranks}
+    world = worlds.pop() if len(worlds) == 1 else None
+    if world is None or None in have or len(have) >= world:
+        return job
+    away = sorted(set(range(world)) - have)  # type: ignore[arg-type]
+    note = Note(
+        message=f"the traces say world size {world}, and {noun(len(away), 'rank')} "
+        f"{number_runs(away)} {noun(len(away), 'has', 'have')} no trace among them: figures "
+        f"across ranks cover the {counted(len(have), 'rank')} read",
         severity="caveat",
     )
     return msgspec.structs.replace(

@@ -115,7 +115,7 @@ def _folder_runs(folder: Path, within: Path | None) -> list[RunSource]:
         return [_stored_run(folder.parent, folder.name.removeprefix("job="), within)]
     if (folder / SWEEP_INDEX).is_file():
         return [
-            _run(run) if why is None else RunSource(run, (), unfinished=why)
+            _run(run, within) if why is None else RunSource(run, (), unfinished=why)
             for run, why in read_sweep_index(folder / SWEEP_INDEX)
         ]
     traces = tuple(sorted(p for p in folder.iterdir() if is_trace_file(p) and _inside(p, within)))
@@ -171,10 +171,12 @@ def _stored_run(store: Path, job: str, within: Path | None) -> RunSource:
     return RunSource(layout.job_dir(store, job), partitions, stored=True)
 
 
-def _run(folder: Path) -> RunSource:
+def _run(folder: Path, within: Path | None) -> RunSource:
+    """A sweep's run: its traces, none that links out of `within`."""
     if not folder.is_dir():
         raise TraceviewError(f"{folder}: listed in the sweep index, but not a folder")
-    return RunSource(folder, tuple(sorted(p for p in folder.iterdir() if is_trace_file(p))))
+    traces = (p for p in folder.iterdir() if is_trace_file(p) and _inside(p, within))
+    return RunSource(folder, tuple(sorted(traces)))
 
 
 class RankIdentity(Protocol):

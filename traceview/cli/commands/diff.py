@@ -7,6 +7,7 @@ import argparse
 from traceview.cli import options
 from traceview.cli.reporters import reporter
 from traceview.cli.steps import parse_steps
+from traceview.errors import TraceviewError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -34,6 +35,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     runs = options.load(args)
+    if len(runs.jobs) == 1 and runs.failures and not (args.steps_a and args.steps_b):
+        # One of the two runs could not be read: its error, not a usage message.
+        for failure in runs.failures[:-1]:
+            options.report_failure(failure, args)
+        raise TraceviewError(runs.failures[-1].message)
     a, b = (runs.jobs[:1], runs.jobs[-1:]) if len(runs.jobs) == 2 else (runs.jobs, runs.jobs)
     options.check_steps(args.steps_a, a, "--steps-a")
     options.check_steps(args.steps_b, b, "--steps-b")
