@@ -55,6 +55,7 @@ def check_out_folder(out: Path, force: bool) -> None:
         _refuse_foreign(out, "not replacing it")
         refuse_the_folder_run_in(out)
         incoming = writing_folder(out)
+        refuse_a_link(incoming)
         if incoming.exists():
             if not incoming.is_dir():
                 raise ConfigError(f"{incoming} exists and is not a folder; not writing there")
@@ -69,6 +70,16 @@ def refuse_the_folder_run_in(out: Path) -> None:
         raise ConfigError(
             f"--out {out} is the folder this command runs in (or holds it); not replacing it: "
             "run from another folder"
+        )
+
+
+def refuse_a_link(incoming: Path) -> None:
+    """The folder a run writes beside the old one is never a link: clearing it out, and
+    writing there, would happen to whatever it points to (another run)."""
+    if incoming.is_symlink():
+        raise ConfigError(
+            f"{incoming} is a link (to {os.readlink(incoming)}); not writing through it: "
+            "remove the link and run again"
         )
 
 

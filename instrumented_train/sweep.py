@@ -111,6 +111,7 @@ def validate(args: argparse.Namespace, passed: list[str]) -> None:
             )
         folders.refuse_the_folder_run_in(args.out)
         incoming = args.out.with_name(args.out.name + folders.INCOMING)
+        folders.refuse_a_link(incoming)
         for folder in (args.out, incoming):
             if folder.is_dir() and (foreign := _foreign(folder)):
                 raise ConfigError(

@@ -28,6 +28,23 @@ def one_line(done: subprocess.CompletedProcess[str], prefix: str, fragment: str)
     assert lines[0].startswith(prefix) and fragment in lines[0], lines[0]
 
 
+@pytest.mark.parametrize("module", ["instrumented_train", "instrumented_train.sweep"])
+def test_force_never_writes_through_an_incoming_link_to_another_run(tmp_path, module):
+    # RUN.incoming a link to another run: clearing it out would delete that run's files.
+    out, other = tmp_path / "run", tmp_path / "other"
+    record = "index.json" if module.endswith("sweep") else "run.json"  # a sweep's, a run's
+    for folder in (out, other):
+        folder.mkdir()
+        (folder / record).write_text('{"runs": []}')
+    (tmp_path / "run.incoming").symlink_to(other)
+    one_line(
+        run("--out", str(out), "--force", module=module),
+        "instrumented_train: error: " if module == "instrumented_train" else "sweep: error: ",
+        f"{tmp_path / 'run.incoming'} is a link (to {other}); not writing through it",
+    )
+    assert [p.name for p in other.iterdir()] == [record]
+
+
 @pytest.mark.parametrize(
     "args, fragment",
     [

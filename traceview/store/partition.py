@@ -88,6 +88,11 @@ class TableFile(msgspec.Struct, frozen=True):
     digest: str  # BLAKE2b of the whole file
 
 
+# What a damaged Parquet file makes polars raise: its errors, or a panic inside its decoder
+# (a BaseException, which would escape every `except Exception`).
+UNREADABLE_TABLE = (pl.exceptions.PolarsError, pl.exceptions.PanicException)
+
+
 def _table_file(path: Path) -> TableFile:
     h = hashlib.blake2b(digest_size=16)
     with path.open("rb") as f:
@@ -204,8 +209,8 @@ def check_whole(stored: Stored, folder: Path) -> None:
                 pl.read_parquet_schema(path)
         except OSError as e:
             raise unreadable(path, e) from None
-        except pl.exceptions.PolarsError as e:
-            raise TraceviewError(f"{path}: not a readable Parquet table ({e})") from None
+        except UNREADABLE_TABLE as e:
+            raise TraceviewError(f"{path}: not a readable Parquet table ({_first(e)})") from None
 
 
 def _table(
@@ -216,9 +221,9 @@ def _table(
         table = pl.read_parquet(path)
     except OSError as e:
         raise unreadable(path, e) from None
-    except pl.exceptions.PolarsError as e:
+    except UNREADABLE_TABLE as e:
         raise TraceviewError(
-            f"{path}: not a readable Parquet table ({str(e).splitlines()[0]})"
+            f"{path}: not a readable Parquet table, damaged ({_first(e)}): ingest its trace again"
         ) from None
     if "rank" in schema:
         table = table.with_columns(rank=pl.lit(rank, pl.Int32))
@@ -226,6 +231,10 @@ def _table(
     if missing:
         raise TraceviewError(f"{path}: lacks {noun(len(missing), 'column')} {', '.join(missing)}")
     return table.select(list(schema)).cast(schema)  # type: ignore[arg-type]
+
+
+def _first(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def read_work_table(folder: Path, rank: int | None) -> pl.DataFrame:
@@ -262,8 +271,8 @@ def read_tables(
             rank = pl.col(_FILE).replace_strict(paths, list(ranks), return_dtype=pl.Int32)
             together = together.with_columns(rank=rank)
         together = together.select(*schema, _FILE).cast(schema)  # type: ignore[arg-type]
-    except (OSError, pl.exceptions.PolarsError):
-        return None
+    except (OSError, *UNREADABLE_TABLE):
+        return None  # each read alone then, to name the one at fault
     apart = together.partition_by(_FILE, as_dict=True, include_key=False)
     empty = together.clear().drop(_FILE)
     return [apart.get((path,), empty) for path in paths]
