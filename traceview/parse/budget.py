@@ -18,19 +18,40 @@ from pathlib import Path
 from traceview.errors import TraceviewError
 
 BYTES_PER_EVENT = 256
-_CGROUP_LIMITS = (
-    Path("/sys/fs/cgroup/memory.max"),
-    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),
-)
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_CGROUP = Path("/proc/self/cgroup")
+
+
+def _cgroup_limit_files() -> list[Path]:
+    """The memory limits over this process: its own control group's and each enclosing one's
+    (a SLURM step, a systemd unit, a container), cgroup v2 and v1, from /proc/self/cgroup."""
+    places: list[Path] = []
+    try:
+        lines = PROC_CGROUP.read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2: one hierarchy
+            base, name = CGROUP_ROOT, "memory.max"
+        elif "memory" in controllers.split(","):
+            base, name = CGROUP_ROOT / "memory", "memory.limit_in_bytes"
+        else:
+            continue
+        group = Path(path.lstrip("/"))
+        places += [base / up / name for up in (group, *group.parents)]
+    places += [CGROUP_ROOT / "memory.max", CGROUP_ROOT / "memory" / "memory.limit_in_bytes"]
+    return places
 
 
 def machine_memory() -> int:
-    """The memory this process may use: the machine's, or its control group's where lower."""
+    """The memory this process may use: the machine's, or the lowest limit of the control
+    groups it is in."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # not on this system
         total = 1 << 45
-    for path in _CGROUP_LIMITS:
+    for path in _cgroup_limit_files():
         try:
             text = path.read_text().strip()
         except OSError:
