@@ -3,8 +3,9 @@ harness for every strategy at every DP degree the GPUs allow (1, 2, 4, ... up to
 then check what traceview reads of each run: CUDA kernels; NCCL collectives with their message
 sizes and process-group sizes; steps with their overlap; DDP buckets and FSDP modules; measured
 model states within 10 % of the ZeRO formula; the profiler's overhead on the step, stated. A
-line per check, PASS or FAIL with its numbers, also written to OUT/gpu_check.txt; exit 1 when
-one fails. Without a GPU it says so in one line and exits 0: nothing is pretended.
+line per check, PASS or FAIL with its numbers, then what it could not check here, also written
+to OUT/gpu_check.txt; exit 1 when one fails. Without a GPU it says so in one line and exits 0;
+on a host whose driver lists GPUs that torch cannot use (a CPU build), it says so and exits 1.
 
     bash scripts/gpu_check.sh                       # small preset, bf16, into gpu_check_out/
     bash scripts/gpu_check.sh --preset gpt2 --out /scratch/gpu_check
@@ -43,6 +44,15 @@ def degrees(gpus: int) -> list[int]:
     return out
 
 
+DRIVER_GPUS = Path("/proc/driver/nvidia/gpus")  # a folder per GPU the NVIDIA driver holds
+
+
+def gpus_on_the_host() -> int:
+    """NVIDIA GPUs the host's driver lists, whatever torch was built for (0: none, or no
+    NVIDIA driver)."""
+    return len(list(DRIVER_GPUS.iterdir())) if DRIVER_GPUS.is_dir() else 0
+
+
 def gpu_count() -> tuple[int, str]:
     """How many CUDA devices torch sees, and in words why none where it sees none."""
     try:
@@ -52,6 +62,21 @@ def gpu_count() -> tuple[int, str]:
     if not torch.cuda.is_available():
         return 0, f"torch {torch.__version__} sees no CUDA device"
     return torch.cuda.device_count(), ""
+
+
+def not_checked(gpus: int) -> list[str]:
+    """What this check cannot say on this machine: said beside its count, never passed over."""
+    said = [
+        "model states against the CUDA allocator (the harness counts the tensors each rank "
+        "holds, as the ZeRO formula does; the allocator's peak also holds activations and "
+        "buffers, so it is no measure of the states alone)"
+    ]
+    if gpus < 2:
+        said.append(
+            "NCCL collectives, DDP buckets and FSDP modules: one GPU runs DP 1 only, where "
+            "nothing is exchanged"
+        )
+    return said
 
 
 def run_checks(runs: object) -> list[Check]:
@@ -120,8 +145,9 @@ def _memory(name: str, row: object) -> list[Check]:
         return [Check(name, "model states vs ZeRO", False, "no measured or expected figure")]
     off = measured / expected - 1
     return [Check(name, "model states vs ZeRO", abs(off) <= MEMORY_TOLERANCE,
-                  f"measured {measured / 2**20:,.1f} MiB, formula {expected / 2**20:,.1f} MiB "
-                  f"({off:+.1%}; within {MEMORY_TOLERANCE:.0%} passes)")]  # fmt: skip
+                  f"tensors held {measured / 2**20:,.1f} MiB, formula {expected / 2**20:,.1f} "
+                  f"MiB ({off:+.1%}; within {MEMORY_TOLERANCE:.0%} passes): the sharding, "
+                  "counted, not the allocator")]  # fmt: skip
 
 
 def _overhead(name: str, job: object) -> Check:
@@ -142,6 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", default="bf16")
     args = p.parse_args(argv)
     gpus, why = gpu_count()
+    if not gpus and gpus_on_the_host():
+        listed = gpus_on_the_host()
+        print(f"gpu_check: the driver lists {listed} GPU{'s' * (listed != 1)}, but {why}: "
+              "install a CUDA build of torch (pip install torch --index-url "
+              "https://download.pytorch.org/whl/cu128) and run again")  # fmt: skip
+        return 1
     if not gpus:
         print(f"gpu_check: no GPU here ({why}): nothing to check")
         return 0
@@ -149,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
              "--dp", ",".join(map(str, degrees(gpus))), "--device", "cuda", "--force",
              "--out", str(args.out / "sweep"), "--", "--preset", args.preset,
              "--precision", args.precision]  # fmt: skip
-    print(f"gpu_check: {gpus} GPU(s): {' '.join(sweep[2:])}", flush=True)
+    print(f"gpu_check: {gpus} GPU{'s' * (gpus != 1)}: {' '.join(sweep[2:])}", flush=True)
     done = subprocess.run(sweep)
     if done.returncode != 0:
         print(f"gpu_check: the sweep failed (exit {done.returncode}): see {args.out}/sweep/logs")
@@ -160,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [c.line() for c in checks]
     failed = sum(not c.ok for c in checks)
     lines.append(f"gpu_check: {len(checks) - failed} of {len(checks)} checks pass")
+    lines += [f"gpu_check: not checked: {what}" for what in not_checked(gpus)]
     (args.out / "gpu_check.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 1 if failed else 0

@@ -34,6 +34,29 @@ def test_without_a_gpu_it_says_so_in_one_line_and_exits_0(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing run, nothing written
 
 
+def test_a_gpu_host_with_a_cpu_build_of_torch_fails_saying_so(tmp_path, monkeypatch, capsys):
+    # The driver's folder as it lists two GPUs; torch here is a CPU build, as on such a host.
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine's torch sees its GPU")
+    for gpu in ("0000:17:00.0", "0000:65:00.0"):
+        (tmp_path / "driver" / gpu).mkdir(parents=True)
+    monkeypatch.setattr(gpu_check, "DRIVER_GPUS", tmp_path / "driver")
+    assert gpu_check.main(["--out", str(tmp_path / "out")]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("gpu_check: the driver lists 2 GPUs, but torch ")
+    assert "sees no CUDA device: install a CUDA build of torch" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_it_says_what_it_did_not_check():
+    one, two = gpu_check.not_checked(1), gpu_check.not_checked(2)
+    assert any(w.startswith("NCCL collectives, DDP buckets and FSDP modules") for w in one)
+    assert not any(w.startswith("NCCL") for w in two)
+    assert all(any(w.startswith("model states against the CUDA allocator") for w in said)
+               for said in (one, two))  # fmt: skip
+
+
 def test_the_dp_degrees_are_the_powers_of_two_the_gpus_allow():
     assert [gpu_check.degrees(n) for n in (1, 2, 3, 6, 8)] == [
         [1], [1, 2], [1, 2], [1, 2, 4], [1, 2, 4, 8]
