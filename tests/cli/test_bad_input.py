@@ -83,7 +83,7 @@ def test_negative_durations(tmp_path):
     tb.write(tmp_path / "t.json", tb.document([*GOOD, tb.kernel("k", 50, -5, 9)]))
     result = traceview("analyze", tmp_path / "t.json")
     assert result.code == 1
-    assert "1 events with negative durations were skipped" in result.err
+    assert "1 event with negative durations was skipped" in result.err
 
 
 @pytest.mark.parametrize("field", ["pid", "tid"])
@@ -99,7 +99,7 @@ def test_events_without_a_process_or_thread_are_skipped_and_said(tmp_path, field
     result = traceview("analyze", "--format", "json", tmp_path / "placeless.json")
     assert result.code == 1
     (line,) = result.err.strip().splitlines()
-    assert "1 events without a process or thread id (pid, tid) were skipped" in line
+    assert "1 event without a process or thread id (pid, tid) was skipped" in line
     (rank,) = json.loads(result.out)["ranks"]
     (expected,) = json.loads(
         traceview("analyze", "--format", "json", tmp_path / "without.json").out
@@ -117,7 +117,7 @@ def test_an_event_far_outside_the_trace_is_skipped_and_said(tmp_path, field):
     tb.write(tmp_path / "without.json", tb.document(events))
     result = traceview("analyze", "--format", "json", tmp_path / "far.json")
     assert result.code == 1
-    assert "1 events lie more than a day from the trace's other events" in result.err
+    assert "1 event lies more than a day from the trace's other events" in result.err
     (rank,) = json.loads(result.out)["ranks"]
     (expected,) = json.loads(
         traceview("analyze", "--format", "json", tmp_path / "without.json").out

@@ -470,7 +470,7 @@ def test_every_phase_is_accepted_and_only_complete_events_are_kept(tmp_path):
     )
     assert trace.events.height == 3
     (lossy,) = [n for n in trace.notes if n.lossy]
-    assert lossy.message == "1 events could not be read and were skipped"  # the one without "ph"
+    assert lossy.message == "1 event could not be read and was skipped"  # the one without "ph"
     assert not any("unexpected types" in n.message for n in trace.notes)
 
 

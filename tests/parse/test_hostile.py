@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -41,14 +42,37 @@ def test_nesting_deeper_than_the_decoder_recurses_drops_that_event(tmp_path):
     text = '{"traceEvents": [' + json.dumps(OK) + ", " + deep + ", " + json.dumps(OK) + "]}"
     trace = read(tmp_path, text)
     assert trace.events["name"].cast(str).to_list() == ["aten::mm", "aten::mm"]
-    assert lossy(trace) == ["1 events could not be read and were skipped"]
+    assert lossy(trace) == ["1 event could not be read and was skipped"]
     # As an event of its own, and as the last one.
     trace = read(
         tmp_path, '{"traceEvents": [' + json.dumps(OK) + ", " + "[" * 5000 + "]" * 5000 + "]}"
     )
     assert trace.events.height == 1 and lossy(trace) == [
-        "1 events could not be read and were skipped"
+        "1 event could not be read and was skipped"
     ]
+
+
+@pytest.mark.parametrize("where", ['"ts": 1,', '"name": "aten::mm",', '"dur": 1,'])
+def test_a_number_json_allows_but_a_double_cannot_hold_is_one_skipped_event(tmp_path, where):
+    # 1e309 is valid JSON, beyond a double: the event holding it is skipped and counted, the
+    # events around it kept (was: the whole trace refused, or "cut short", kept 0).
+    key = where.split(":")[0]
+    text = doc(OK, OK, OK).replace(where, f"{key}: 1e309,", 1)
+    assert "1e309" in text
+    trace = read(tmp_path, text)
+    assert trace.events.height == 2
+    assert lossy(trace) == ["1 event could not be read and was skipped"]
+
+
+def test_a_number_beyond_a_double_in_a_real_trace_loses_that_event_alone(tmp_path):
+    real = Path(__file__).parents[1] / "fixtures" / "traces" / "nccl_ddp_w2_rank0_step5.json.gz"
+    text = gzip.decompress(real.read_bytes()).decode()
+    whole = read_trace(real).events.height
+    at = text.index('"dur": ', text.index('"traceEvents"'))
+    text = text[:at] + '"dur": 1e309' + text[text.index(",", at) :]
+    trace = read(tmp_path, text)
+    assert trace.events.height == whole - 1
+    assert lossy(trace) == ["1 event could not be read and was skipped"]
 
 
 def test_bytes_that_are_not_utf8_are_replaced_and_said(tmp_path):
@@ -63,7 +87,7 @@ def test_bytes_that_are_not_utf8_are_replaced_and_said(tmp_path):
 def test_a_phase_of_the_wrong_type_is_a_skipped_event(tmp_path, ph):
     trace = read(tmp_path, doc({**OK, "ph": ph}, OK))
     assert trace.events.height == 1
-    assert lossy(trace) == ["1 events could not be read and were skipped"]
+    assert lossy(trace) == ["1 event could not be read and was skipped"]
 
 
 @pytest.mark.parametrize("field,value", [("ts", 1e300), ("dur", 1e19), ("ts", -1e300)])
@@ -71,7 +95,7 @@ def test_times_beyond_int64_nanoseconds_are_skipped(tmp_path, field, value):
     trace = read(tmp_path, doc({**OK, field: value}, OK))
     assert trace.events.height == 1
     (note,) = lossy(trace)
-    assert note.startswith("1 complete events without a readable ts or dur")
+    assert note.startswith("1 complete event without a readable ts or dur")
 
 
 def test_an_end_past_int64_is_skipped_too(tmp_path):

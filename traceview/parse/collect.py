@@ -17,6 +17,7 @@ from traceview.parse.columns import (
 from traceview.parse.events import Batch
 from traceview.parse.fast import ScannedBatch
 from traceview.parse.readers import INT64_MAX
+from traceview.plain import counted, noun
 from traceview.queries import all_collected
 
 
@@ -104,27 +105,32 @@ class Unreadable(msgspec.Struct):
         if self.missing:
             out.append(
                 Note(
-                    message=f"{self.missing:,} complete events without a readable ts or dur "
-                    "(missing, or beyond int64 nanoseconds) were skipped",
+                    message=f"{counted(self.missing, 'complete event')} without a readable ts "
+                    f"or dur (missing, or beyond int64 nanoseconds) {_were(self.missing)} skipped",
                     severity="lossy",
                 )
             )
         if self.negative:
             out.append(
                 Note(
-                    message=f"{self.negative:,} events with negative durations were skipped",
+                    message=f"{counted(self.negative, 'event')} with negative durations "
+                    f"{_were(self.negative)} skipped",
                     severity="lossy",
                 )
             )
         if self.placeless:
             out.append(
                 Note(
-                    message=f"{self.placeless:,} events without a process or thread id (pid, "
-                    "tid) were skipped: they belong to no thread or stream",
+                    message=f"{counted(self.placeless, 'event')} without a process or thread id "
+                    f"(pid, tid) {_were(self.placeless)} skipped: on no thread or stream",
                     severity="lossy",
                 )
             )
         return out
+
+
+def _were(n: int) -> str:
+    return noun(n, "was", "were")
 
 
 FINISH_ROWS = 1 << 16

@@ -74,13 +74,15 @@ class BatchDecoder:
         the ones that cannot be read."""
         try:
             raws = [(0, msgspec.json.encode(raw)) for raw in json_text.decode_json(doc)]
-        except RecursionError:  # find the events in the text instead
+        except (RecursionError, msgspec.ValidationError):
+            # Nesting too deep, or a number JSON allows but a double cannot hold (1e309): find
+            # the events in the text instead, and drop only the ones that hold it.
             raws = list(json_text.event_texts(doc, 1, len(doc) - 1))
         texts = []
         for at, text in raws:
             try:
                 raw = msgspec.json.decode(text)
-            except RecursionError:
+            except (RecursionError, msgspec.ValidationError):
                 self.result.dropped_events += 1
                 continue
             except msgspec.DecodeError as e:  # said at its place in `doc`

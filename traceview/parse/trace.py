@@ -20,6 +20,7 @@ from traceview.parse.decode import StreamResult, TrailerUnread
 from traceview.parse.metadata import TraceMeta, read_meta
 from traceview.parse.source import ByteSource
 from traceview.parse.stream import MAX_EVENT_BYTES, EventStream, NotATrace, Pause, StreamError
+from traceview.plain import counted, noun
 
 
 class Trace(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,20 +127,23 @@ def read_trace(
         notes.append(Note(message=_TRAILER_UNREAD[result.trailer_unread], severity="lossy"))
     if result.retyped_events:
         notes.append(
-            Note(message=f"{result.retyped_events:,} events had fields of unexpected types")
+            Note(
+                message=f"{counted(result.retyped_events, 'event')} had fields of unexpected types"
+            )
         )
     if result.repaired_events:
         notes.append(
             Note(
-                message=f"{result.repaired_events:,} batches of events held bytes that are not "
-                "UTF-8: they were replaced (U+FFFD)",
+                message=f"{counted(result.repaired_events, 'batch', 'batches')} of events held "
+                "bytes that are not UTF-8: they were replaced (U+FFFD)",
                 severity="lossy",
             )
         )
     if result.dropped_events:
         notes.append(
             Note(
-                message=f"{result.dropped_events:,} events could not be read and were skipped",
+                message=f"{counted(result.dropped_events, 'event')} could not be read and "
+                f"{noun(result.dropped_events, 'was', 'were')} skipped",
                 severity="lossy",
             )
         )
@@ -148,8 +152,8 @@ def read_trace(
     if far:
         notes.append(
             Note(
-                message=f"{far:,} events lie more than a day from the trace's other events (a "
-                "corrupt timestamp or duration): they were skipped",
+                message=f"{counted(far, 'event')} {noun(far, 'lies', 'lie')} more than a day "
+                "from the trace's other events (a corrupt timestamp or duration): skipped",
                 severity="lossy",
             )
         )
