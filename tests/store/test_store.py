@@ -266,3 +266,18 @@ def test_a_stored_jobs_intervals_are_read_when_first_asked_for(store):
     assert all(r.intervals is None for r in job.ranks)
     kept = api.load(store, job="zero3-dp2", keep_intervals=True).intervals
     assert kept.height > 0 and job.intervals.equals(kept)
+
+
+def test_a_job_whose_record_is_gone_says_so(tmp_path):
+    # job.json deleted together with a rank's folder: what the job lacks cannot be told, and
+    # reading it says so (was: exit 0, one rank read as the whole job).
+    store = tmp_path / "S"
+    assert traceview("ingest", SWEEP / "ddp-dp2", "--store", store).code == 0
+    (store / "job=ddp-dp2" / "job.json").unlink()
+    shutil.rmtree(store / "job=ddp-dp2" / "rank=1")
+    read = traceview("analyze", store)
+    assert read.code == 1, read.err
+    assert (
+        "its job record (job.json) is gone: which ranks the job held cannot be told; "
+        "ingest the job again" in read.err
+    )

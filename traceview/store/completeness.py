@@ -12,9 +12,14 @@ from traceview.store import layout
 def stored_incomplete(job_folder: Path, partitions: Sequence[Path]) -> str | None:
     """What the stored job lacks: why its run was incomplete when it was ingested (as for its
     traces), and the ranks its ingests stored or failed to store that `partitions` lack."""
-    record = layout.read_job_record(job_folder.parent, job_folder.name.removeprefix("job="))
-    if record is None:
-        return None
+    record = layout.read_job_record(
+        job_folder.parent, job_folder.name.removeprefix(layout.JOB_PREFIX)
+    )
+    if record is None:  # every commit writes it: gone, the job cannot say what it lacks
+        return (
+            f"its job record ({layout.JOB_RECORD}) is gone: which ranks the job held cannot be "
+            "told; ingest the job again"
+        )
     said = [record.incomplete] if record.incomplete else []
     if lost := _lost_ranks(record.traces, {p.name.removeprefix("rank=") for p in partitions}):
         said.append(lost)
