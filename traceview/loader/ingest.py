@@ -254,6 +254,7 @@ def _commit_jobs(
     failures: list[Failure] = []
     skipped: list[Path] = []
     written: list[Path] = []
+    committed: list[str] = []
     for source, name in jobs:
         if source.folder is not None and source.unfinished is not None:
             failures.append(not_finished(source.folder, source.unfinished))
@@ -272,8 +273,15 @@ def _commit_jobs(
             continue
         try:
             written += _commit(root, name, source, mine, kept, lost)
+            committed.append(name)
         except CannotWrite as e:
-            raise CannotWrite(root, e.reason) from None
+            # Each job goes into place whole or not at all: say which ones already did.
+            stored = f"{', '.join(committed)} stored" if committed else "no job stored"
+            raise CannotWrite(
+                root,
+                f"{e.reason}; {stored}, {name} and the jobs after it not changed: make room "
+                "and run the same ingest again",
+            ) from None
         except TraceviewError as e:
             failures.append(Failure(source.folder or source.files[0], e.message))
     return tuple(written), tuple(failures), tuple(skipped)
