@@ -281,3 +281,25 @@ def test_a_job_whose_record_is_gone_says_so(tmp_path):
         "its job record (job.json) is gone: which ranks the job held cannot be told; "
         "ingest the job again" in read.err
     )
+
+
+@pytest.mark.parametrize("table", ["steps", "calls", "work"])
+def test_a_stored_table_changed_by_one_byte_is_named_not_read(tmp_path, table):
+    # Each table's size and hash are recorded at ingest and checked on every read: one byte
+    # changed is the file named as damaged (exit 2), never different numbers at exit 0. The
+    # tables of many partitions are read together; the damaged one still names itself.
+    store = tmp_path / "S"
+    assert traceview("ingest", SWEEP / "ddp-dp2", SWEEP / "ddp-dp1", "--store", store).code == 0
+    path = store / "job=ddp-dp2" / "rank=1" / f"{table}.parquet"
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    command = (
+        ("diff", store / "job=ddp-dp1", store / "job=ddp-dp2")
+        if table == "work"
+        else ("analyze", store)
+    )
+    done = traceview(*command, "--format", "json")
+    assert done.code == 2, (done.code, done.err)
+    assert f"{path}: damaged: not the bytes stored at ingest" in done.err
+    assert "ingest its trace again" in done.err

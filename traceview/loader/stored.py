@@ -3,7 +3,7 @@ rank's intervals only when asked for). What a stored job lacks: store/completene
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -13,6 +13,7 @@ from traceview.loader.parallel import DoneFn, Options, Outcome, guarded
 from traceview.store.partition import (
     Stored,
     check_pattern,
+    check_table,
     read_partition,
     read_stored,
     read_tables,
@@ -58,11 +59,29 @@ def read_work(partitions: Sequence[Path], ranks: Sequence[int | None]) -> list[p
     out: list[pl.DataFrame] = []
     for first in range(0, len(partitions), BATCH):
         folders, batch_ranks = partitions[first : first + BATCH], ranks[first : first + BATCH]
-        together = read_tables(folders, batch_ranks, "work", WORK_SCHEMA)
+        summaries = [read_stored(f) for f in folders]  # the hashes the tables are checked by
+        together = None
+        if _as_stored(folders, summaries, ["work"]):
+            together = read_tables(folders, batch_ranks, "work", WORK_SCHEMA)
         if together is None:
-            together = [read_work_table(f, r) for f, r in zip(folders, batch_ranks, strict=True)]
+            together = [read_work_table(f, r, s) for f, r, s in
+                        zip(folders, batch_ranks, summaries, strict=True)]  # fmt: skip
         out += together
     return out
+
+
+def _as_stored(
+    folders: Sequence[Path], summaries: Sequence[Stored | None], names: Iterable[str]
+) -> bool:
+    """Every table `names` of the partitions holds the bytes stored at ingest (else each is
+    read alone, and the damaged one names itself)."""
+    try:
+        for folder, stored in zip(folders, summaries, strict=True):
+            for name in names:
+                check_table(folder, name, stored)
+    except TraceviewError:
+        return False
+    return True
 
 
 def _read_batch(
@@ -77,7 +96,7 @@ def _read_batch(
         except TraceviewError:
             summaries.append(None)
     tables: list[dict[str, pl.DataFrame]] = [{} for _ in folders]
-    if all(summaries):
+    if all(summaries) and _as_stored(folders, summaries, _READ_TOGETHER):
         ranks = [s.report.rank for s in summaries if s is not None]
         for name, schema in _READ_TOGETHER.items():
             read = read_tables(folders, ranks, name, schema)

@@ -196,6 +196,26 @@ def check_current(stored: Stored, folder: Path) -> None:
         )
 
 
+def check_table(folder: Path, name: str, stored: Stored | None) -> None:
+    """The table as it was written at ingest (its recorded size and hash), so that a damaged
+    file is named, never read as different numbers; a partition that recorded none is read
+    as it is."""
+    expected = stored.files.get(name) if stored is not None else None
+    if expected is None:
+        return
+    path = folder / f"{name}.parquet"
+    try:
+        found = _table_file(path)
+    except OSError as e:
+        raise unreadable(path, e) from None
+    if found != expected:
+        raise TraceviewError(
+            f"{path}: damaged: not the bytes stored at ingest ({found.size:,} bytes, hash "
+            f"{found.digest[:12]}…; stored {expected.size:,}, {expected.digest[:12]}…): "
+            "ingest its trace again"
+        )
+
+
 def check_whole(stored: Stored, folder: Path) -> None:
     """Every table of the partition is there, as it was written (or, for a partition that did
     not record its files, at least readable): a damaged one is made again, not kept."""
@@ -203,8 +223,7 @@ def check_whole(stored: Stored, folder: Path) -> None:
         path = folder / f"{name}.parquet"
         try:
             if name in stored.files:
-                if _table_file(path) != stored.files[name]:
-                    raise TraceviewError(f"{path}: changed since it was written")
+                check_table(folder, name, stored)
             else:
                 pl.read_parquet_schema(path)
         except OSError as e:
@@ -214,8 +233,13 @@ def check_whole(stored: Stored, folder: Path) -> None:
 
 
 def _table(
-    folder: Path, name: str, schema: dict[str, pl.DataType], rank: int | None
+    folder: Path,
+    name: str,
+    schema: dict[str, pl.DataType],
+    rank: int | None,
+    stored: Stored | None = None,
 ) -> pl.DataFrame:
+    check_table(folder, name, stored)
     path = folder / f"{name}.parquet"
     try:
         table = pl.read_parquet(path)
@@ -237,9 +261,9 @@ def _first(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
-def read_work_table(folder: Path, rank: int | None) -> pl.DataFrame:
+def read_work_table(folder: Path, rank: int | None, stored: Stored | None = None) -> pl.DataFrame:
     """The partition's time per step and name of work (WORK_SCHEMA)."""
-    return _table(folder, "work", WORK_SCHEMA, rank)
+    return _table(folder, "work", WORK_SCHEMA, rank, stored)
 
 
 def check_pattern(stored: Stored, folder: Path, comm_pattern: str | None) -> None:
@@ -300,7 +324,7 @@ def read_partition(
     tables = tables or {}
     steps = tables.get("steps")
     if steps is None:
-        steps = _table(folder, "steps", STEPS_SCHEMA, summary.rank)
+        steps = _table(folder, "steps", STEPS_SCHEMA, summary.rank, stored)
     return RankReport(
         **{f: getattr(summary, f) for f in RankSummary.__struct_fields__},
         steps=tuple(
@@ -313,11 +337,11 @@ def read_partition(
         ),
         calls=tables["calls"]
         if "calls" in tables
-        else _table(folder, "calls", CALLS_SCHEMA, summary.rank),
+        else _table(folder, "calls", CALLS_SCHEMA, summary.rank, stored),
         work=tables["work"]
         if "work" in tables
-        else (read_work_table(folder, summary.rank) if with_work else None),
-        intervals=_table(folder, "intervals", INTERVALS_SCHEMA, summary.rank)
+        else (read_work_table(folder, summary.rank, stored) if with_work else None),
+        intervals=_table(folder, "intervals", INTERVALS_SCHEMA, summary.rank, stored)
         if keeps(keep_intervals, summary.rank)
         else None,
     )
