@@ -131,12 +131,10 @@ def oversubscribed(
         return None
     threads = parse_config(run_flags(args, args.strategies[0], passed)).threads or 1
     dp, cores = max(args.dp), len(cpus())
-    busy = MachineLoad(cores, load)
-    if dp * threads <= cores and not busy.contended(dp, threads):
+    busy = MachineLoad(cores, load).contended(dp, threads)
+    if dp * threads <= cores and not busy:
         return None
-    others = (
-        f" and other processes keep {load:.1f} of them busy" if busy.contended(dp, threads) else ""
-    )
+    others = f" and other processes keep {load:.1f} of them busy" if busy else ""
     return (
         f"DP {dp} × {counted(threads, 'intra-op thread')} per rank exceed the "
         f"{counted(cores, 'core')} this machine lets the sweep use{others}: those ranks "

@@ -30,16 +30,21 @@ def page(name: str, root: Path, monkeypatch, run: str | None = None) -> AppTest:
     return at
 
 
-def caveats(at: AppTest) -> list[str]:
-    """The lines of the page's one caveat box (none: []); at most one box per page."""
-    boxes = [e for e in at.expander if e.label.startswith("Caveats: ")]
+def box_lines(boxes: list, counted_as: str) -> list[str]:
+    """The lines of a page's one box of this kind (none: []), its label counting them as
+    `counted_as` says ('Caveats: {n} ', '{n} run')."""
     assert len(boxes) <= 1
     if not boxes:
         return []
     (text,) = [m.value for m in boxes[0].markdown]
     lines = [re.sub(r"\\(.)", r"\1", line).removeprefix("- ") for line in text.splitlines()]
-    assert boxes[0].label.startswith(f"Caveats: {len(lines)} ")
+    assert boxes[0].label.startswith(counted_as.format(n=len(lines)))
     return lines
+
+
+def caveats(at: AppTest) -> list[str]:
+    """The lines of the page's one caveat box (none: []); at most one box per page."""
+    return box_lines([e for e in at.expander if e.label.startswith("Caveats: ")], "Caveats: {n} ")
 
 
 def tables(at: AppTest, chart: int) -> list[pa.Table]:
@@ -269,14 +274,8 @@ def test_one_bad_run_is_a_message_for_that_run_only(monkeypatch, tmp_path):
 
 def failed(at: AppTest) -> list[str]:
     """The lines of the sidebar's one box of runs that could not be read (none: [])."""
-    boxes = [e for e in at.sidebar.expander if e.label.endswith(" could not be read")]
-    assert len(boxes) <= 1
-    if not boxes:
-        return []
-    (text,) = [m.value for m in boxes[0].markdown]
-    lines = [re.sub(r"\\(.)", r"\1", line).removeprefix("- ") for line in text.splitlines()]
-    assert boxes[0].label.startswith(f"{len(lines)} run")
-    return lines
+    return box_lines([e for e in at.sidebar.expander if e.label.endswith(" could not be read")],
+                     "{n} run")  # fmt: skip
 
 
 def test_the_pages_open_on_the_best_run_that_loads(monkeypatch, tmp_path):

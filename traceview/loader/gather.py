@@ -113,9 +113,7 @@ def said_missing(job: Job) -> Job:
         "each host's folder together (docs/harness.md)",
         severity="caveat",
     )
-    return msgspec.structs.replace(
-        job, ranks=tuple(msgspec.structs.replace(r, notes=(*r.notes, note)) for r in job.ranks)
-    )
+    return _noted(job, note)
 
 
 def _world_missing(job: Job) -> Job:
@@ -132,6 +130,11 @@ def _world_missing(job: Job) -> Job:
         f"across ranks cover the {counted(len(have), 'rank')} read",
         severity="caveat",
     )
+    return _noted(job, note)
+
+
+def _noted(job: Job, note: Note) -> Job:
+    """`note` on every rank of the job (each output shows it with the ranks it holds for)."""
     return msgspec.structs.replace(
         job, ranks=tuple(msgspec.structs.replace(r, notes=(*r.notes, note)) for r in job.ranks)
     )

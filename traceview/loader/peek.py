@@ -4,7 +4,6 @@ without parsing a whole (multi-GB) trace."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
 from pathlib import Path
@@ -28,7 +27,7 @@ def peek(trace: Path) -> Peeked | None:
             head = raw.read(HEAD_BYTES)
         if trace.name.endswith(".gz"):
             head = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, HEAD_BYTES)
-    except (OSError, zlib.error, gzip.BadGzipFile):
+    except (OSError, zlib.error):
         return None
     at = head.find(_KEY)
     if at < 0:

@@ -59,7 +59,7 @@ class RunSource(msgspec.Struct, frozen=True):
         """The job's name (what `--job` selects): its folder's name, a lone trace's name
         without its suffixes, characters a store cannot hold as '_'."""
         if self.stored and self.folder is not None:
-            return self.folder.name.removeprefix("job=")
+            return self.folder.name.removeprefix(layout.JOB_PREFIX)
         if self.folder is not None:
             name = self.folder.resolve().name
         else:
@@ -111,8 +111,10 @@ def _folder_runs(folder: Path, within: Path | None) -> list[RunSource]:
     below it."""
     if layout.is_store(folder):
         return _stored_runs(folder, within)
-    if folder.name.startswith("job=") and layout.is_store(folder.parent):  # one job of a store
-        return [_stored_run(folder.parent, folder.name.removeprefix("job="), within)]
+    if folder.name.startswith(layout.JOB_PREFIX) and layout.is_store(
+        folder.parent
+    ):  # one job of a store
+        return [_stored_run(folder.parent, folder.name.removeprefix(layout.JOB_PREFIX), within)]
     if (folder / SWEEP_INDEX).is_file():
         return [
             _run(run, within) if why is None else RunSource(run, (), unfinished=why)

@@ -41,11 +41,10 @@ class MachineLoad(msgspec.Struct, frozen=True):
     other_busy_cores: float | None
     other_busy_cores_before: float | None = None
 
-    def contended(self, ranks: int, threads: int, load: float | None = None) -> bool:
-        """Ranks × threads plus the other processes' load (`load`, else theirs during the run)
-        exceed the cores: then step times and E(N) measure that contention. A load under
-        QUIET_CORES is the machine's own noise."""
-        load = self.other_busy_cores if load is None else load
+    def contended(self, ranks: int, threads: int) -> bool:
+        """Ranks × threads plus the other processes' load exceed the cores: then step times and
+        E(N) measure that contention. A load under QUIET_CORES is the machine's own noise."""
+        load = self.other_busy_cores
         return load is not None and load >= QUIET_CORES and ranks * threads + load > self.cores
 
 
