@@ -211,6 +211,8 @@ def test_a_partition_an_older_traceview_wrote_is_made_again(tmp_path):
     older = json.loads(summary.read_text()) | {"store_version": 1}
     summary.write_text(json.dumps(older))
     (store / "store.json").write_text('{"store_version": 1}')
+    record = store / "job=ddp-dp1" / "job.json"  # an older one kept no summary hashes
+    record.write_text(json.dumps(json.loads(record.read_text()) | {"summaries": {}}))
     done = traceview("analyze", store)
     assert done.code == 2 and "written by an older traceview (store_version 1" in done.err
     assert "ingest again" in done.err and done.err.count("\n") == 1

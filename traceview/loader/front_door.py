@@ -15,9 +15,10 @@ from traceview.loader.cycles import ranks_of
 from traceview.loader.gather import gathered, said_missing
 from traceview.loader.job import Job, Runs
 from traceview.loader.parallel import DoneFn, Failure, Options, analyze_many, not_finished
-from traceview.loader.sources import RunSource, check_one_job, find_runs
+from traceview.loader.sources import RunSource, check_one_job, find_runs, listed_again
 from traceview.loader.stored import read_partitions
 from traceview.parse.run_record import incomplete_run
+from traceview.store import lock
 from traceview.store.completeness import stored_incomplete
 
 
@@ -62,19 +63,22 @@ def load_runs(
             strict=True,
         )
     )
-    partitions = [f for s in sources if s.stored for f in s.files]
-    outcomes |= zip(partitions, read_partitions(partitions, options, on_done), strict=True)
     loaded: list[Job] = []
     failures: list[Failure] = []
     skipped: list[Path] = []
-    for source in sources:
-        if source.folder is not None and source.unfinished is not None:
-            failures.append(not_finished(source.folder, source.unfinished))
-            continue
-        for part in _parts(source):
-            made = _job(part, outcomes, options, failures, skipped)
-            if made is not None:
-                loaded.append(made)
+    # Stored jobs are listed again and read under their stores' lock: one commit's each.
+    with lock.reading(s.folder.parent for s in sources if s.stored and s.folder is not None):
+        sources = [listed_again(s, within) for s in sources]
+        partitions = [f for s in sources if s.stored for f in s.files]
+        outcomes |= zip(partitions, read_partitions(partitions, options, on_done), strict=True)
+        for source in sources:
+            if source.folder is not None and source.unfinished is not None:
+                failures.append(not_finished(source.folder, source.unfinished))
+                continue
+            for part in _parts(source):
+                made = _job(part, outcomes, options, failures, skipped)
+                if made is not None:
+                    loaded.append(made)
     found = tuple(said_missing(job) for job in gathered(loaded))
     return Runs(jobs=found, failures=tuple(failures), skipped=tuple(skipped))
 

@@ -161,7 +161,8 @@ def ingest(
     with lock.own_folder(root) as incoming:
         tasks, unchanged = [], {}
         for source, name in zip(sources, names, strict=True):
-            known = commit.known_partitions(root, name)
+            with lock.reading([root], on_wait=on_wait):  # not while a commit is under way
+                known = commit.known_partitions(root, name)
             for i, path in enumerate(source.files):
                 found = commit.unchanged(path, known, comm_pattern)
                 if found is not None:
@@ -302,9 +303,10 @@ def ingest_one(trace: Path, store: str | Path, job: str, comm_pattern: str | Non
             except OSError as e:
                 raise layout.cannot_write(root, e) from None
             stored: dict[Path, int | None] = {}
+            written: list[tuple[Path, int | None]] = []
             if isinstance(outcome, Written):
-                commit.replace_dir(outcome.folder, layout.partition_dir(root, job, outcome.rank))
                 stored[trace] = outcome.rank
+                written.append((outcome.folder, outcome.rank))
             old = commit.job_record(root, job)
             failed = {outcome.path: outcome.message} if isinstance(outcome, Failure) else {}
             record = layout.JobRecord(
@@ -312,7 +314,7 @@ def ingest_one(trace: Path, store: str | Path, job: str, comm_pattern: str | Non
                 incomplete=old.incomplete if old else None,
                 traces=commit.merged(old, stored, failed),
             )
-            layout.write_job_record(root, job, record)
+            commit.place(root, job, record, written, old)
     if isinstance(outcome, Failure):
         raise TraceviewError(outcome.message)
     return layout.partition_dir(root, job, outcome.rank)

@@ -39,7 +39,7 @@ from traceview.errors import TraceviewError
 from traceview.inputs import is_stream
 from traceview.loader.cycles import rejoined
 from traceview.loader.parallel import Failure, Options, analyze_many
-from traceview.loader.stored import read_partitions, read_work
+from traceview.loader.stored import read_again, read_work
 from traceview.parse.run_record import RunRecord, read_run_record
 from traceview.tables import INTERVALS_SCHEMA, WORK_SCHEMA
 
@@ -166,7 +166,7 @@ class Job(msgspec.Struct, frozen=True, kw_only=True, dict=True):
         missing = [i for i, f in enumerate(frames) if f is None]
         if missing:  # ranks read from a store without it
             read = read_work(
-                [self.rank_files[i][0] for i in missing], [self.ranks[i].rank for i in missing]
+                [self.rank_files[i][0] for i in missing], [self.ranks[i] for i in missing]
             )
             for i, frame in zip(missing, read, strict=True):
                 frames[i] = frame
@@ -201,7 +201,9 @@ class Job(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             raise TraceviewError(f"{self.name}: a stream cannot be read again for its intervals")
         options = msgspec.structs.replace(self.options, keep_intervals=True)
         outcomes = iter(
-            read_partitions(files, options) if self.stored else analyze_many(files, options=options)
+            read_again(files, [self.ranks[i] for i in indexes], options)
+            if self.stored  # a partition a rank: `files` are the ranks' partitions
+            else analyze_many(files, options=options)
         )
         out = []
         for group in groups:

@@ -173,6 +173,17 @@ def _stored_run(store: Path, job: str, within: Path | None) -> RunSource:
     return RunSource(layout.job_dir(store, job), partitions, stored=True)
 
 
+def listed_again(source: RunSource, within: Path | None) -> RunSource:
+    """A stored job's partitions as they are now (under the store's lock: store/lock.reading),
+    any other run as it was listed."""
+    if not source.stored or source.folder is None:
+        return source
+    try:
+        return _stored_run(source.folder.parent, source.job, within)
+    except OSError:  # the job is gone: its record, gone too, is said missing
+        return RunSource(source.folder, (), stored=True)
+
+
 def _run(folder: Path, within: Path | None) -> RunSource:
     """A sweep's run: its traces, none that links out of `within`."""
     if not folder.is_dir():

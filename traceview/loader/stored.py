@@ -4,12 +4,16 @@ rank's intervals only when asked for). What a stored job lacks: store/completene
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from pathlib import Path
 
 import polars as pl
 
+from traceview.analysis.rank import RankReport
 from traceview.errors import TraceviewError
 from traceview.loader.parallel import DoneFn, Options, Outcome, guarded
+from traceview.store import lock
+from traceview.store.completeness import accepted_summaries
 from traceview.store.partition import (
     Stored,
     check_pattern,
@@ -18,6 +22,7 @@ from traceview.store.partition import (
     read_stored,
     read_tables,
     read_work_table,
+    same_summary,
 )
 from traceview.tables import CALLS_SCHEMA, STEPS_SCHEMA, WORK_SCHEMA
 
@@ -28,23 +33,32 @@ _READ_TOGETHER = {"steps": STEPS_SCHEMA, "calls": CALLS_SCHEMA}
 def read_partitions(
     partitions: Sequence[Path], options: Options, on_done: DoneFn | None = None
 ) -> list[Outcome]:
+    """(Under the stores' lock, store/lock.reading: else a commit may come between a rank's
+    summary and its tables.) Each partition's rank report, or why it cannot be read."""
+    accepted = accepted_summaries(partitions)
     if partitions:  # the usual mismatch (a whole store, another pattern): said once
-        check_pattern(read_stored(partitions[0]), partitions[0], options.comm_pattern)
+        head = None
+        with suppress(TraceviewError):  # (a damaged summary is said where it is read)
+            head = read_stored(partitions[0], accepted[0])
+        if head is not None:
+            check_pattern(head, partitions[0], options.comm_pattern)
     outcomes: list[Outcome] = []
     for first in range(0, len(partitions), BATCH):
         batch = partitions[first : first + BATCH]
-        summaries, tables = _read_batch(batch)
-        for folder, stored, own in zip(batch, summaries, tables, strict=True):
+        batch_accepted = accepted[first : first + BATCH]
+        summaries, tables = _read_batch(batch, batch_accepted)
+        for folder, stored, own, sums in zip(batch, summaries, tables, batch_accepted, strict=True):
             outcomes.append(
                 guarded(
                     folder,
-                    lambda f=folder, s=stored, t=own: read_partition(  # type: ignore[misc]
+                    lambda f=folder, s=stored, t=own, a=sums: read_partition(  # type: ignore[misc]
                         f,
                         keep_intervals=options.keep_intervals,
                         comm_pattern=options.comm_pattern,
                         stored=s,
                         tables=t,
                         with_work=False,  # what only a diff reads: when it asks (read_work)
+                        accepted=a,
                     ),
                 )
             )
@@ -53,21 +67,52 @@ def read_partitions(
     return outcomes
 
 
-def read_work(partitions: Sequence[Path], ranks: Sequence[int | None]) -> list[pl.DataFrame]:
-    """The time per step and name of work of these partitions (of these ranks): read together
-    a batch at a time, else each alone, saying which one is at fault."""
+def read_again(
+    partitions: Sequence[Path], held: Sequence[RankReport], options: Options
+) -> list[Outcome]:
+    """The reports of the partitions the ranks `held` were read from, read again for what
+    their load left out (the intervals): one that was ingested again since is an error."""
+    with lock.reading(store_of(f) for f in partitions):
+        outcomes = read_partitions(partitions, options)
+    for folder, outcome, rank in zip(partitions, outcomes, held, strict=True):
+        if isinstance(outcome, RankReport) and not same_summary(outcome, rank):
+            raise TraceviewError(_changed(folder))
+    return outcomes
+
+
+def read_work(partitions: Sequence[Path], held: Sequence[RankReport]) -> list[pl.DataFrame]:
+    """The time per step and name of work of these partitions (whose ranks were read as
+    `held`): read together a batch at a time, else each alone, saying which one is at fault."""
     out: list[pl.DataFrame] = []
-    for first in range(0, len(partitions), BATCH):
-        folders, batch_ranks = partitions[first : first + BATCH], ranks[first : first + BATCH]
-        summaries = [read_stored(f) for f in folders]  # the hashes the tables are checked by
-        together = None
-        if _as_stored(folders, summaries, ["work"]):
-            together = read_tables(folders, batch_ranks, "work", WORK_SCHEMA)
-        if together is None:
-            together = [read_work_table(f, r, s) for f, r, s in
-                        zip(folders, batch_ranks, summaries, strict=True)]  # fmt: skip
-        out += together
+    with lock.reading(store_of(f) for f in partitions):
+        accepted = accepted_summaries(partitions)
+        for first in range(0, len(partitions), BATCH):
+            folders = partitions[first : first + BATCH]
+            ranks = [r.rank for r in held[first : first + BATCH]]
+            # the hashes the tables are checked by
+            summaries = [read_stored(f, a) for f, a in zip(folders, accepted[first:], strict=False)]
+            for folder, stored, rank in zip(folders, summaries, held[first:], strict=False):
+                if not same_summary(stored.report, rank):
+                    raise TraceviewError(_changed(folder))
+            together = None
+            if _as_stored(folders, summaries, ["work"]):
+                together = read_tables(folders, ranks, "work", WORK_SCHEMA)
+            if together is None:
+                together = [read_work_table(f, r, s) for f, r, s in
+                            zip(folders, ranks, summaries, strict=True)]  # fmt: skip
+            out += together
     return out
+
+
+def store_of(partition: Path) -> Path:
+    return partition.parent.parent
+
+
+def _changed(folder: Path) -> str:
+    return (
+        f"{folder}: ingested again since its job was read: read the job again (run the command "
+        "again, or reload the page)"
+    )
 
 
 def _as_stored(
@@ -85,14 +130,14 @@ def _as_stored(
 
 
 def _read_batch(
-    folders: Sequence[Path],
+    folders: Sequence[Path], accepted: Sequence[tuple[str, ...] | None]
 ) -> tuple[list[Stored | None], list[dict[str, pl.DataFrame]]]:
     """The batch's summaries, and (where every summary was read) its steps and calls tables
     read together; what is not read here each partition reads alone, saying its own error."""
     summaries: list[Stored | None] = []
-    for folder in folders:
+    for folder, sums in zip(folders, accepted, strict=True):
         try:
-            summaries.append(read_stored(folder))
+            summaries.append(read_stored(folder, sums))
         except TraceviewError:
             summaries.append(None)
     tables: list[dict[str, pl.DataFrame]] = [{} for _ in folders]

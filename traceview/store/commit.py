@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
@@ -19,6 +20,7 @@ from traceview.store.partition import (
     check_whole,
     read_stored,
     source_of,
+    summary_digest,
 )
 
 
@@ -59,19 +61,42 @@ def _put_in_place(root: Path, job: str, changes: JobChanges) -> list[Path]:
         incomplete=changes.incomplete,
         traces=merged(old, stored, changes.failed),
     )
-    if record != old:
-        layout.write_job_record(root, job, record)
     run_record = changes.run_folder / RUN_RECORD if changes.run_folder is not None else None
     if run_record is not None and run_record.is_file():
         run = run_record.read_bytes()
         there = folder / RUN_RECORD
         if not there.is_file() or there.read_bytes() != run:
             layout.write_atomically(there, run)
+    return place(root, job, record, list(changes.written.values()), old)
+
+
+def place(
+    root: Path,
+    job: str,
+    record: layout.JobRecord,
+    written: Sequence[tuple[Path, int | None]],
+    old: layout.JobRecord | None,
+) -> list[Path]:
+    """(Under the writer lock.) The new partitions (folder, rank) into place and the job's
+    record beside them (`record`, whose summary hashes are made here). The record is written
+    twice: first accepting each replaced partition's summary before and after, then — the
+    partitions moved — the new ones alone; so readers, which check every summary they read
+    against it, find each partition readable wherever a commit stops."""
+    new = {layout.rank_key(rank): summary_digest(folder) for folder, rank in written}
+    kept = old.summaries if old is not None else {}
+    during = {k: tuple(sorted({*kept.get(k, ()), d})) for k, d in new.items()}
+    after = msgspec.structs.replace(record, summaries={**kept, **{k: (d,) for k, d in new.items()}})
+    if new:
+        layout.write_job_record(
+            root, job, msgspec.structs.replace(record, summaries={**kept, **during})
+        )
     placed = []
-    for new, rank in changes.written.values():
+    for folder, rank in written:
         target = layout.partition_dir(root, job, rank)
-        replace_dir(new, target)
+        replace_dir(folder, target)
         placed.append(target)
+    if after != old:
+        layout.write_job_record(root, job, after)
     return placed
 
 
@@ -127,9 +152,11 @@ def known_partitions(root: Path, job: str) -> list[Known]:
     if not layout.job_dir(root, job).is_dir():
         return []
     out = []
+    record = job_record(root, job)
     for folder in layout.partitions(root, job):
+        key = folder.name.removeprefix("rank=")
         try:
-            stored = read_stored(folder)
+            stored = read_stored(folder, record.summaries.get(key) if record else None)
             check_current(stored, folder)
             check_whole(stored, folder)
         except TraceviewError:

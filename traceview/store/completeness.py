@@ -1,20 +1,19 @@
-"""Whether a stored job is whole: its job record (every trace its ingests read) against the
-partitions in place."""
+"""Whether a stored job is whole: its job record (every trace its ingests read, the summary each
+partition holds) against the partitions in place."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from traceview.errors import TraceviewError
 from traceview.store import layout
 
 
 def stored_incomplete(job_folder: Path, partitions: Sequence[Path]) -> str | None:
     """What the stored job lacks: why its run was incomplete when it was ingested (as for its
     traces), and the ranks its ingests stored or failed to store that `partitions` lack."""
-    record = layout.read_job_record(
-        job_folder.parent, job_folder.name.removeprefix(layout.JOB_PREFIX)
-    )
+    record = _record(job_folder)
     if record is None:  # every commit writes it: gone, the job cannot say what it lacks
         return (
             f"its job record ({layout.JOB_RECORD}) is gone: which ranks the job held cannot be "
@@ -24,6 +23,30 @@ def stored_incomplete(job_folder: Path, partitions: Sequence[Path]) -> str | Non
     if lost := _lost_ranks(record.traces, {p.name.removeprefix("rank=") for p in partitions}):
         said.append(lost)
     return "; ".join(said) or None
+
+
+def accepted_summaries(partitions: Sequence[Path]) -> list[tuple[str, ...] | None]:
+    """For each partition, the hashes its job record accepts for its summary.json (None where
+    the record keeps none: written before it kept them, or gone, which is said apart)."""
+    records: dict[Path, layout.JobRecord | None] = {}
+    out = []
+    for folder in partitions:
+        job = folder.parent
+        if job not in records:
+            try:
+                records[job] = _record(job)
+            except TraceviewError:
+                records[job] = None  # a broken record is said where the job is read
+        record = records[job]
+        key = folder.name.removeprefix("rank=")
+        out.append(record.summaries.get(key) if record is not None else None)
+    return out
+
+
+def _record(job_folder: Path) -> layout.JobRecord | None:
+    return layout.read_job_record(
+        job_folder.parent, job_folder.name.removeprefix(layout.JOB_PREFIX)
+    )
 
 
 def _lost_ranks(traces: Sequence[layout.StoredTrace], present: set[str]) -> str | None:

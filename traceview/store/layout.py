@@ -56,6 +56,9 @@ class JobRecord(msgspec.Struct, frozen=True):
     source: str
     incomplete: str | None = None
     traces: tuple[StoredTrace, ...] = ()
+    # Per partition (its rank key), the hashes of the summary.json it may hold: the one its
+    # last commit put in place (and, while a commit moves partitions, the one before).
+    summaries: dict[str, tuple[str, ...]] = {}
 
 
 def read_job_record(store: Path, job: str) -> JobRecord | None:

@@ -6,6 +6,10 @@ into place and updating a job's record happen under the store's writer lock, an 
 exits (kill -9 included), so a crashed writer never leaves the store locked. The lock file
 names its holder (pid, host, since when), for the message a waiting writer gives.
 
+Readers take the same lock shared while they read a job (`reading`): a commit waits for them,
+and they for it, so what a reader gets is one commit's job, never one rank's totals from one
+ingest and its steps from the next.
+
 Each writer's own folder under `.incoming` is locked the same way for as long as it lives, so
 the next writer can tell a folder a crashed writer left (removed) from one still being written.
 """
@@ -18,8 +22,8 @@ import shutil
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 from traceview.errors import TraceviewError
@@ -58,7 +62,7 @@ def held(
     except OSError as e:
         raise cannot_write(path.parent, e) from None
     try:
-        _acquire(fd, path, wait_s, on_wait)
+        _acquire(fd, path, wait_s, on_wait, fcntl.LOCK_EX if fcntl else 0)
         with suppress(OSError):  # who holds it, for the message a waiting writer gives
             os.ftruncate(fd, 0)
             who = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
@@ -68,14 +72,16 @@ def held(
         os.close(fd)  # releases the lock
 
 
-def _acquire(fd: int, path: Path, wait_s: float, on_wait: Callable[[str], None] | None) -> None:
+def _acquire(
+    fd: int, path: Path, wait_s: float, on_wait: Callable[[str], None] | None, kind: int
+) -> None:
     if fcntl is None:
         return
     deadline = time.monotonic() + wait_s
     waiting = False
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
             return
         except BlockingIOError:
             pass
@@ -86,13 +92,37 @@ def _acquire(fd: int, path: Path, wait_s: float, on_wait: Callable[[str], None] 
             ) from None
         if time.monotonic() >= deadline:
             raise TraceviewError(
-                f"{path.parent}: another writer holds the store ({holder_of(path)}); "
+                f"{path.parent}: a writer holds the store ({holder_of(path)}); "
                 "try again when it is done"
             )
         if not waiting and on_wait is not None:
             on_wait(holder_of(path))
         waiting = True
         time.sleep(_POLL_S)
+
+
+@contextmanager
+def reading(
+    stores: Iterable[Path], *, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """The writer lock of each store, shared, for the block: no commit changes what is read
+    meanwhile (a commit in progress is waited for, as a writer waits). A store whose lock
+    cannot be opened (read-only, and never written by this traceview) has no writer to wait
+    for."""
+    with ExitStack() as held_here:
+        for store in sorted(set(stores)):
+            path = store / WRITER_LOCK
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+            except OSError:
+                try:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+                except OSError:
+                    continue
+            held_here.callback(os.close, fd)
+            if fcntl is not None:
+                _acquire(fd, path, WAIT_S, on_wait, fcntl.LOCK_SH)
+        yield
 
 
 def is_held(path: Path) -> bool:

@@ -20,7 +20,13 @@ from traceview.analysis.rank import RankReport, keeps
 from traceview.analysis.windows import StepBreakdown
 from traceview.errors import TraceviewError, unreadable
 from traceview.plain import noun
-from traceview.store.layout import NO_RANK, STORE_VERSION, SUMMARY, TABLES, cannot_write
+from traceview.store.layout import (
+    NO_RANK,
+    STORE_VERSION,
+    SUMMARY,
+    TABLES,
+    cannot_write,
+)
 from traceview.tables import (
     BREAKDOWN_COLUMNS,
     CALLS_SCHEMA,
@@ -94,7 +100,7 @@ UNREADABLE_TABLE = (pl.exceptions.PolarsError, pl.exceptions.PanicException)
 
 
 def _table_file(path: Path) -> TableFile:
-    h = hashlib.blake2b(digest_size=16)
+    h = hashlib.blake2b(digest_size=16)  # as _digest, a block at a time
     with path.open("rb") as f:
         while block := f.read(1 << 20):
             h.update(block)
@@ -171,20 +177,53 @@ def write_partition(
         raise cannot_write(folder, OSError(int(code[1]), os.strerror(int(code[1])))) from None
 
 
-def read_stored(folder: Path) -> Stored:
+def summary_digest(folder: Path) -> str:
+    """The hash of the partition's summary.json, as its job record keeps it."""
     path = folder / SUMMARY
     try:
-        stored = msgspec.json.decode(path.read_bytes(), type=Stored, dec_hook=_dec)
-    except (msgspec.DecodeError, msgspec.ValidationError) as e:
-        raise TraceviewError(f"{path}: not a partition summary ({e})") from None
+        return _digest(path.read_bytes())
     except OSError as e:
         raise unreadable(path, e) from None
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def read_stored(folder: Path, accepted: tuple[str, ...] | None = None) -> Stored:
+    """The partition's summary; checked against the hashes its job record accepts, where it
+    keeps them (a damaged summary is named, never read as other numbers)."""
+    path = folder / SUMMARY
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise unreadable(path, e) from None
+    if accepted and (found := _digest(data)) not in accepted:
+        raise TraceviewError(
+            f"{path}: damaged: not the summary stored at ingest (hash {found[:12]}…; its job "
+            f"record keeps {', '.join(d[:12] + '…' for d in accepted)}): ingest its trace again"
+        )
+    try:
+        stored = msgspec.json.decode(data, type=Stored, dec_hook=_dec)
+    except (msgspec.DecodeError, msgspec.ValidationError) as e:
+        raise TraceviewError(f"{path}: not a partition summary ({e})") from None
     if stored.store_version > STORE_VERSION:
         raise TraceviewError(
             f"{path}: store_version {stored.store_version} is newer than this traceview reads "
             f"({STORE_VERSION}): upgrade traceview"
         )
     return stored
+
+
+def same_summary(a: Any, b: Any) -> bool:
+    """Whether two reports (or a summary and a report) hold the same summary: the same rank
+    of the same ingest, or of an ingest that measured the same."""
+
+    def said(r: Any) -> bytes:
+        fields = {f: getattr(r, f) for f in RankSummary.__struct_fields__}
+        return msgspec.json.encode(RankSummary(**fields), enc_hook=_enc)
+
+    return said(a) == said(b)
 
 
 def check_current(stored: Stored, folder: Path) -> None:
@@ -310,11 +349,13 @@ def read_partition(
     stored: Stored | None = None,
     tables: dict[str, pl.DataFrame] | None = None,
     with_work: bool = True,
+    accepted: tuple[str, ...] | None = None,
 ) -> RankReport:
     """The rank's report as it was measured when its trace was ingested (`stored`, `tables`:
     its summary and tables where they were read already, with other partitions'; `with_work`:
-    its time per step and name, else left to be read when asked for)."""
-    stored = stored or read_stored(folder)
+    its time per step and name, else left to be read when asked for; `accepted`: the hashes
+    its job record accepts for its summary)."""
+    stored = stored or read_stored(folder, accepted)
     check_current(stored, folder)
     check_pattern(stored, folder, comm_pattern)
     summary: Any = stored.report
