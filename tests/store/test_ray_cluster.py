@@ -48,6 +48,10 @@ def cluster(tmp_path_factory):
     temp = tempfile.mkdtemp(prefix="tvray")
     with hosts_or_skip(root, 2, local) as hosts:
         shutil.copytree(SWEEP / "ddp-dp2", hosts[1].disk / "job")  # on host1's disk only
+        for host, rank in zip(hosts, (0, 1), strict=True):  # each rank on its own host's disk
+            (host.disk / "split").mkdir()
+            shutil.copy2(SWEEP / "ddp-dp2" / f"rank{rank}.pt.trace.json.gz", host.disk / "split")
+        shutil.copy2(SWEEP / "ddp-dp2" / "run.json", hosts[0].disk / "split")
         small = [*SMALL, f"--temp-dir={temp}"]
         head_at = f"{hosts[0].address}:6379"
         started = []
@@ -69,10 +73,10 @@ def cluster(tmp_path_factory):
             assert left == [], [procs.command_line(p) for p in left]  # Ray stopped, by id
 
 
-def _ingest(cluster, store: Path) -> tuple[subprocess.Popen[bytes], Path]:
+def _ingest(cluster, store: Path, path: str = "job") -> tuple[subprocess.Popen[bytes], Path]:
     hosts, root, local, head_at = cluster
     log = root / f"{store.name}.log"
-    command = [sys.executable, "-m", "traceview", "ingest", str(local / "job"), "--store",
+    command = [sys.executable, "-m", "traceview", "ingest", str(local / path), "--store",
                str(store), "--engine", "ray", "--ray-address", head_at]  # fmt: skip
     return start(hosts[0], root, local, command, log, ENV), log
 
@@ -95,6 +99,19 @@ def test_traces_on_a_worker_s_own_disk_are_ingested_there(cluster):
     here = root / "here"
     assert traceview("ingest", hosts[1].disk / "job", "--store", here).code == 0
     assert _analyzed(store) == _analyzed(here)
+
+
+def test_a_job_whose_ranks_are_on_both_hosts_disks_is_ingested_whole_from_either(cluster):
+    # The harness's layout on two hosts: the same folder on each, a rank in each (the run
+    # record on rank 0's): the command runs on host0, which holds rank 0.
+    _, root, _, _ = cluster
+    store = root / "split-store"
+    proc, log = _ingest(cluster, store, "split")
+    assert proc.wait(timeout=300) == 0, log.read_text()
+    doc = json.loads(traceview("analyze", store, "--format", "json").out)
+    assert [r["rank"] for r in doc["ranks"]] == [0, 1]
+    assert not [n for r in doc["ranks"] for n in r["notes"] if n["severity"] != "info"]
+    assert _analyzed(store) == _analyzed(SWEEP / "ddp-dp2")
 
 
 def test_a_worker_killed_mid_ingest_leaves_the_store_whole_and_a_rerun_completes_it(cluster):

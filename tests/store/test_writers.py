@@ -256,3 +256,28 @@ def test_workers_die_with_a_killed_command(tmp_path, command):
     proc.wait()
     left = procs.wait_gone(workers, timeout=10)
     assert left == [], [procs.command_line(p) for p in left]
+
+
+def test_ranks_never_ingested_are_said_with_how_to_add_them(tmp_path):
+    # One host's folder of a two-host run (its run record names both ranks) ingested alone.
+    here = tmp_path / "ddp-dp2"
+    here.mkdir()
+    for name in ("rank0.pt.trace.json.gz", "run.json"):
+        shutil.copy2(SWEEP / "ddp-dp2" / name, here)
+    store = tmp_path / "S"
+    assert traceview("ingest", here, "--store", store).code == 0
+    read = traceview("analyze", store)
+    assert read.code == 0, read.err  # a caveat: what is read is whole, the job is not
+    assert "the run record names 2 ranks, and rank 1 (" in read.out
+    assert "ingest each host's folder into this job (--job NAME)" in read.out
+    other = tmp_path / "host1" / "ddp-dp2"
+    other.mkdir(parents=True)
+    shutil.copy2(SWEEP / "ddp-dp2" / "rank1.pt.trace.json.gz", other)
+    assert traceview("ingest", other, "--store", store, "--job", "ddp-dp2").code == 0
+    whole = traceview("analyze", store)
+    assert whole.code == 0 and "not among these traces" not in whole.out, whole.out
+    # A rank ingested and then lost is said as lost (store/completeness.py), not as never added.
+    shutil.rmtree(store / "job=ddp-dp2" / "rank=1")
+    lost = traceview("analyze", store)
+    assert lost.code == 1 and "rank 1 missing (its partition gone" in lost.out
+    assert "ingest each host's folder" not in lost.out

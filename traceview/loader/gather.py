@@ -19,6 +19,7 @@ from traceview.errors import Note, TraceviewError
 from traceview.loader.sources import ran_together
 from traceview.parse.run_record import RUN_RECORD
 from traceview.plain import counted, noun, number_runs
+from traceview.store import layout
 
 if TYPE_CHECKING:
     from traceview.loader.job import Job
@@ -93,15 +94,18 @@ def said_missing(job: Job) -> Job:
     """A run folder whose record names ranks its traces are not — or, without a record, whose
     traces' world size counts ranks none of them is: each rank says which are elsewhere, so no
     figure passes for the whole job's."""
-    if job.folder is None or job.stored:
+    if job.folder is None:
+        return job
+    ingested = _ingested(job)
+    if ingested is None:  # a trace stored on its own: said of as read on its own, not at all
         return job
     if not (job.folder / RUN_RECORD).exists():
-        return _world_missing(job)
+        return _world_missing(job, ingested)
     try:
         run = job.run
     except TraceviewError:
         return job  # said where the record is read
-    have = {r.rank for r in job.ranks}
+    have = {r.rank for r in job.ranks} | ingested
     away = [r for r in (run.ranks if run else []) if r.rank not in have]
     if not away:
         return job
@@ -109,21 +113,22 @@ def said_missing(job: Job) -> Job:
     note = Note(
         message=f"the run record names {counted(len(run.ranks) if run else 0, 'rank')}, and "
         f"{noun(len(away), 'rank')} {where} {noun(len(away), 'is', 'are')} not among these "
-        "traces: a job written on several hosts is read by naming "
-        "each host's folder together (docs/harness.md)",
+        f"traces: {_how_to_add(job)}",
         severity="caveat",
     )
     return _noted(job, note)
 
 
-def _world_missing(job: Job) -> Job:
+def _world_missing(job: Job, ingested: set[int | None]) -> Job:
     """Traces alone: one world size, every rank known, some ranks of it without a trace."""
     worlds = {r.world_size for r in job.ranks}
     have = {r.rank for r in job.ranks}
     world = worlds.pop() if len(worlds) == 1 else None
     if world is None or None in have or len(have) >= world:
         return job
-    away = sorted(set(range(world)) - have)  # type: ignore[arg-type]
+    away = sorted(set(range(world)) - have - ingested)  # type: ignore[arg-type]
+    if not away:
+        return job
     note = Note(
         message=f"the traces say world size {world}, and {noun(len(away), 'rank')} "
         f"{number_runs(away)} {noun(len(away), 'has', 'have')} no trace among them: figures "
@@ -131,6 +136,37 @@ def _world_missing(job: Job) -> Job:
         severity="caveat",
     )
     return _noted(job, note)
+
+
+def _ingested(job: Job) -> set[int | None] | None:
+    """A stored job's ranks its ingests stored or failed to (what the store says of them, a
+    partition gone included: store/completeness.py), so that only ranks never ingested are said
+    here; None for a trace stored on its own."""
+    if not job.stored or job.folder is None:
+        return set()
+    try:
+        record = layout.read_job_record(
+            job.folder.parent, job.folder.name.removeprefix(layout.JOB_PREFIX)
+        )
+    except TraceviewError:
+        return set()
+    if record is None:
+        return set()
+    if record.source.endswith((".json", ".json.gz")):
+        return None
+    return {t.rank for t in record.traces}
+
+
+def _how_to_add(job: Job) -> str:
+    if job.stored:
+        return (
+            "ingest each host's folder into this job (--job NAME), or ingest with --engine ray "
+            "on the cluster (docs/store.md)"
+        )
+    return (
+        "a job written on several hosts is read by naming each host's folder together "
+        "(docs/harness.md)"
+    )
 
 
 def _noted(job: Job, note: Note) -> Job:

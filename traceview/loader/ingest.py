@@ -19,7 +19,7 @@ from traceview.errors import CannotWrite, TraceviewError
 from traceview.inputs import is_stream
 from traceview.loader.cycles import refuse_cycles
 from traceview.loader.engines import ENGINES, map_on_ray
-from traceview.loader.on_nodes import NodeIngest, ingest_on_nodes
+from traceview.loader.on_nodes import NodeIngest, ingest_on_nodes, lacks_ranks
 from traceview.loader.parallel import (
     Failure,
     Options,
@@ -133,10 +133,14 @@ def ingest(
     if engine not in ENGINES:
         raise TraceviewError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
     root = layout.open_store(Path(store), create=True)
-    away = [
-        str(p) for p in paths if engine == "ray" and not is_stream(Path(p)) and not Path(p).exists()
+    away = [  # (not here, or not all here: on the cluster's nodes' own disks)
+        str(p)
+        for p in paths
+        if engine == "ray"
+        and not is_stream(Path(p))
+        and (not Path(p).exists() or lacks_ranks(Path(p)))
     ]
-    if away:  # on the cluster's nodes' own disks: ingested where they are
+    if away:  # ingested where they are
         options: dict[str, object] = {"job": job, "comm_pattern": comm_pattern,
                                       "max_event_bytes": max_event_bytes,
                                       "max_memory_bytes": max_memory_bytes}  # fmt: skip
