@@ -265,7 +265,9 @@ def test_more_events_than_the_memory_bound_allows_are_refused_as_they_are_read(t
         read(tmp_path, packed, name="t.json.gz", max_memory_bytes=bound)
     assert f"more than {bound // BYTES_PER_EVENT:,} events" in e.value.message
     assert "memory bound of 8 MB" in e.value.message and "--max-memory-mb" in e.value.message
-    kept = read(tmp_path, packed, name="t.json.gz", max_memory_bytes=200_000 * BYTES_PER_EVENT)
+    # ... and the 1 byte of their one name, 3 times (parse/budget.py)
+    needs = 200_000 * BYTES_PER_EVENT + 3
+    kept = read(tmp_path, packed, name="t.json.gz", max_memory_bytes=needs)
     assert kept.events.height == 200_000
 
 
@@ -277,4 +279,22 @@ def test_both_halves_of_a_large_trace_count_against_one_bound(tmp_path):
     assert len(data) > halves.SPLIT_MIN_BYTES
     with pytest.raises(TraceviewError, match="more than 500,000 events"):
         read(tmp_path, data, max_memory_bytes=500_000 * BYTES_PER_EVENT)
-    assert read(tmp_path, data, max_memory_bytes=700_000 * BYTES_PER_EVENT).events.height == 700_000
+    # each half's one name once, 3 times (parse/budget.py)
+    needs = 700_000 * BYTES_PER_EVENT + 2 * 3
+    assert read(tmp_path, data, max_memory_bytes=needs).events.height == 700_000
+
+
+def test_long_distinct_names_count_against_the_bound_by_their_bytes(tmp_path):
+    from traceview.parse.budget import BYTES_PER_EVENT, NAME_COPIES
+
+    names = [f"{i:04d}" + "x" * 9_996 for i in range(2_000)]  # 20 MB of distinct names
+    events = [json.dumps(tb.cpu_op(n, 1 + i, 1)).encode() for i, n in enumerate(names)]
+    packed = gzip.compress(b'{"traceEvents": [' + b", ".join(events) + b"]}")  # ~100 KB
+    # 2,000 events alone would need 512 KB; their names 3 × 20,000,000 bytes more.
+    needs = 2_000 * BYTES_PER_EVENT + NAME_COPIES * 2_000 * 10_000
+    with pytest.raises(TraceviewError) as e:
+        read(tmp_path, packed, name="t.json.gz", max_memory_bytes=needs - 1)
+    assert "t.json.gz: events whose distinct names hold more than 19 MB" in e.value.message
+    assert "--max-memory-mb" in e.value.message
+    kept = read(tmp_path, packed, name="t.json.gz", max_memory_bytes=needs)
+    assert kept.events.height == 2_000

@@ -28,6 +28,7 @@ from traceview.inputs import is_stream
 from traceview.loader import (
     BYTES_PER_EVENT,
     MAX_EVENT_BYTES,
+    NAME_COPIES,
     Failure,
     Job,
     Runs,
@@ -92,8 +93,9 @@ def add_max_event(p: argparse.ArgumentParser) -> None:
         type=positive_int,
         metavar="MB",
         help=f"memory one trace's analysis may take (default: this machine's, "
-        f"{machine_memory() >> 20:,} MB here); a trace with more events than that allows "
-        f"(~{BYTES_PER_EVENT} bytes each) is refused as it is read",
+        f"{machine_memory() >> 20:,} MB here); a trace needing more (~{BYTES_PER_EVENT} bytes "
+        f"per event, and {NAME_COPIES} times the bytes of its distinct names) is refused as it "
+        "is read",
     )
 
 

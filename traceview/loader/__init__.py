@@ -9,12 +9,13 @@ from traceview.loader.rank import analyze_trace
 from traceview.loader.sources import RunSource, find_runs, is_trace_file, read_paths
 
 # The limits the parser reads within, for the options that change them.
-from traceview.parse.budget import BYTES_PER_EVENT, machine_memory
+from traceview.parse.budget import BYTES_PER_EVENT, NAME_COPIES, machine_memory
 from traceview.parse.stream import MAX_EVENT_BYTES
 
 __all__ = [
     "BYTES_PER_EVENT",
     "MAX_EVENT_BYTES",
+    "NAME_COPIES",
     "Failure",
     "Job",
     "RunSource",

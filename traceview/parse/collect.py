@@ -34,11 +34,29 @@ class Events:
         self._finished_rows = 0
         self._decoded: list[pl.DataFrame] = []  # frames waiting to be finished together
         self._scanned: list[ScannedBatch] = []  # columns waiting to become one frame
+        self.name_bytes = 0  # what the budget was charged for names
+        self._names_seen = 0  # the scanner's distinct names, when last counted
+        self._decoded_names: set[str] = set()  # those of events decoded apart, so far
+
+    def _new_name_bytes(self, names: pl.Series) -> int:
+        """The bytes of the distinct names the scanner has met since the last batch (its
+        `names` are all it has met so far)."""
+        if len(names) == self._names_seen:
+            return 0
+        fresh = names.slice(self._names_seen)
+        self._names_seen = len(names)
+        return int(fresh.cast(pl.String).str.len_bytes().sum() or 0)  # (cat.len_bytes: all)
 
     def add(self, batch: Batch | ScannedBatch) -> None:
         if self.budget is not None:  # before the batch's rows become frames
-            rows = batch.rows if isinstance(batch, ScannedBatch) else len(batch.complete)
-            self.budget.take(rows)
+            if isinstance(batch, ScannedBatch):
+                rows, names = batch.rows, self._new_name_bytes(batch.names)
+            else:
+                fresh = {e.name for e in batch.complete} - self._decoded_names
+                self._decoded_names |= fresh
+                rows, names = len(batch.complete), sum(len(n.encode()) for n in fresh)
+            self.budget.take(rows, names)
+            self.name_bytes += names
         if isinstance(batch, ScannedBatch):
             self._scanned.append(batch)
             self.rows += batch.rows

@@ -141,5 +141,5 @@ class SecondHalf:
         if self._thread is not None:
             self._thread.join()
         if not self._cancelled:
-            self.budget.give_back(self.events.rows)
+            self.budget.give_back(self.events.rows, self.events.name_bytes)
             self._cancelled = True
