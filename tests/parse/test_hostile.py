@@ -298,3 +298,24 @@ def test_long_distinct_names_count_against_the_bound_by_their_bytes(tmp_path):
     assert "--max-memory-mb" in e.value.message
     kept = read(tmp_path, packed, name="t.json.gz", max_memory_bytes=needs)
     assert kept.events.height == 2_000
+
+
+@pytest.mark.parametrize("depth", [100, 5_000])  # within the decoder's reach, and beyond it
+@pytest.mark.parametrize("after", ["@, ", ", @, ", "}@, "])
+def test_a_stray_byte_after_a_deep_event_is_invalid_json_where_it_is(tmp_path, depth, after):
+    ops = [json.dumps(tb.cpu_op(f"op{i}", 10 * i, 3)) for i in range(3)]
+    deep = '{"ph": "X", "name": "deep", "args": {"a": ' + "[" * depth + "]" * depth + "}}"
+    text = '{"traceEvents": [' + ", ".join(ops[:2]) + ", " + deep + after + ops[2] + "]}"
+    stray = len(text) - len(after + ops[2] + "]}") + after.index("@")
+    if after.startswith("}"):
+        stray -= 1  # the brace that closes nothing
+    with pytest.raises(TraceviewError, match=f"invalid JSON at byte {stray:,}"):
+        read(tmp_path, text)
+
+
+def test_an_event_nested_beyond_the_decoder_is_one_dropped_event_the_rest_kept(tmp_path):
+    ops = [json.dumps(tb.cpu_op(f"op{i}", 10 * i, 3)) for i in range(3)]
+    deep = '{"ph": "X", "name": "deep", "args": {"a": ' + "[" * 5_000 + "]" * 5_000 + "}}"
+    trace = read(tmp_path, '{"traceEvents": [' + ", ".join([*ops[:2], deep, ops[2]]) + "]}")
+    assert sorted(trace.events["name"].to_list()) == ["op0", "op1", "op2"]
+    assert lossy(trace) == ["1 event could not be read and was skipped"]

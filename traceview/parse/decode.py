@@ -82,7 +82,13 @@ class BatchDecoder:
         for at, text in raws:
             try:
                 raw = msgspec.json.decode(text)
-            except (RecursionError, msgspec.ValidationError):
+            except RecursionError:
+                stops = json_text.unclosed(text)
+                if stops is not None:  # not one whole value: not JSON
+                    raise msgspec.DecodeError(f"not one value (byte {at + stops})") from None
+                self.result.dropped_events += 1
+                continue
+            except msgspec.ValidationError:
                 self.result.dropped_events += 1
                 continue
             except msgspec.DecodeError as e:  # said at its place in `doc`

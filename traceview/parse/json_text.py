@@ -118,3 +118,62 @@ def _piece(doc: bytes, start: int, end: int) -> Iterator[tuple[int, bytes]]:
     stripped = text.lstrip(WHITESPACE)
     if stripped.rstrip(WHITESPACE):
         yield start + len(text) - len(stripped), stripped.rstrip(WHITESPACE)
+
+
+def unclosed(text: Bytes) -> int | None:
+    """Where `text` stops being one value's brackets, whole (None where it is one): it must
+    open with `{` or `[` and end with the bracket that closes that one (outside its strings).
+    What a value nested too deep for the decoder is checked by: whole, or cut, broken or
+    followed by more."""
+    start = len(text) - len(text.lstrip(WHITESPACE))
+    end = len(text.rstrip(WHITESPACE))
+    if text[start : start + 1] not in (b"{", b"["):
+        return start
+    depth = 0
+    for m in _STRUCTURE.finditer(text, start, end):
+        c = text[m.start()]
+        if c in b"[{":
+            depth += 1
+        elif c in b"]}":
+            depth -= 1
+            if depth == 0:  # its end: all that may follow is blank
+                after = m.end()
+                return None if after == end else after + first_non_blank(text[after:end])
+    return end
+
+
+def first_unreadable(text: Bytes) -> int | None:
+    """Where, in a stretch of events (a comma-separated run of values, up to the array's end
+    or the text's), the first value that is not JSON begins; None where each is JSON (or nested
+    too deep to tell otherwise, whole) up to where the text runs out."""
+    depth, begin = 0, 0
+    for m in _STRUCTURE.finditer(text):
+        c = text[m.start()]
+        if c in b"[{":
+            depth += 1
+        elif c in b"]}":
+            depth -= 1
+            if depth < 0:  # the array's end, if a `]`
+                before = _unreadable_at(text, begin, m.start())
+                return m.start() if before is None and c != 0x5D else before
+        elif c == 0x2C and depth == 0:  # a comma between values
+            at = _unreadable_at(text, begin, m.start())
+            if at is not None:
+                return at
+            begin = m.end()
+    return None  # the text ran out inside (or after) a value: a cut, not a break
+
+
+def _unreadable_at(text: Bytes, start: int, end: int) -> int | None:
+    piece = text[start:end]
+    stripped = piece.strip(WHITESPACE)
+    if not stripped:
+        return None
+    try:
+        decode_json(stripped)
+    except RecursionError:  # nested too deep: a dropped event, if whole
+        where = unclosed(piece)
+        return None if where is None else start + where
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return start + len(piece) - len(piece.lstrip(WHITESPACE))
+    return None

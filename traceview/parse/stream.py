@@ -336,8 +336,11 @@ class EventStream:
                 raise StreamError(
                     f"invalid JSON at byte {where + int(at[1]) - 1:,} ({json_text.reason(e)})"
                 ) from None
-        except RecursionError:  # whole, but nested too deep to read: one more dropped event
-            self.result.dropped_events += 1
+        except RecursionError:  # nested too deep to read: is what follows it JSON?
+            broken = json_text.first_unreadable(tail)
+            if broken is not None:
+                raise StreamError(f"invalid JSON at byte {where + broken:,}") from None
+            self.result.dropped_events += 1  # whole: one more event dropped
             return
         except UnicodeDecodeError:
             pass
