@@ -1,8 +1,5 @@
-"""The compiled parts, both optional: where one cannot be built, traceview runs its Python path,
-which gives the same results.
-- traceview/parse/_scan.c: the parser's fast path;
-- traceview/json_rows/_rows.c: rows of columns written as JSON (the exported timeline's events).
-"""
+"""The compiled part, optional: traceview/parse/_scan.c, the parser's fast path. Where it cannot
+be built, traceview runs its Python path, which gives the same results."""
 
 import sys
 
@@ -18,12 +15,6 @@ setup(
             # No fused multiply-add: a time is rounded as float64 arithmetic rounds it in Python.
             extra_compile_args=[*FLAGS, "-ffp-contract=off"],
             libraries=["m"] if sys.platform != "win32" else [],
-            optional=True,
-        ),
-        Extension(
-            "traceview.json_rows._rows",
-            ["traceview/json_rows/_rows.c"],
-            extra_compile_args=FLAGS,
             optional=True,
         ),
     ]

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# The compiled parts under the sanitizers: built with AddressSanitizer and
-# UndefinedBehaviorSanitizer, then the parse tests and a fuzz corpus run through the scanner
-# (traceview/parse/_scan.c) and the JSON row writer's tests and the timeline's through the writer
-# (traceview/json_rows/_rows.c); the scanner built with ThreadSanitizer, then one trace scanned by
-# several threads at once (scripts/scan_threads.py). Any report fails.
+# The compiled scanner (traceview/parse/_scan.c) under the sanitizers: built with
+# AddressSanitizer and UndefinedBehaviorSanitizer, then the parse tests and a fuzz corpus run
+# through it; built with ThreadSanitizer, then one trace scanned by several threads at once
+# (scripts/scan_threads.py). Any report fails.
 #
 # A copy of the repository (tracked and new files) gets the sanitized build, so the working
 # tree's own build is never touched. Python itself is not instrumented: the runtimes are
@@ -17,17 +16,14 @@ fuzz_cases="${FUZZ_CASES:-60}"  # each case runs the program 4 times (~0.6 s eac
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work" 2>/dev/null || true
-rm -f "$work"/traceview/parse/_scan*.so "$work"/traceview/json_rows/_rows*.so
+rm -f "$work"/traceview/parse/_scan*.so
 
 include="$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 suffix="$("$python" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
-compile() {  # compile SANITIZERS SOURCE MODULE: into the copy, warnings as errors
+build() {  # build SANITIZERS: the scanner into the copy, warnings as errors
   gcc -shared -fPIC -O1 -g -fno-omit-frame-pointer -std=c11 -Wall -Wextra -Werror \
     -Wno-missing-braces -ffp-contract=off -fsanitize="$1" -fno-sanitize-recover=all -I"$include" \
-    "$2" -o "$work/$3$suffix" -lm
-}
-build() {  # build SANITIZERS: the scanner into the copy
-  compile "$1" traceview/parse/_scan.c traceview/parse/_scan
+    traceview/parse/_scan.c -o "$work/traceview/parse/_scan$suffix" -lm
 }
 # What every run shares: the copy first on the path; a report ends the process with its own
 # exit code; the scanner's own SIGSEGV/SIGBUS guard (a mapped file cut short) stays its own.
@@ -39,15 +35,12 @@ export TSAN_OPTIONS="exitcode=88:halt_on_error=1:report_signal_unsafe=0:$own_sig
 
 echo "sanitize: AddressSanitizer + UndefinedBehaviorSanitizer" >&2
 build address,undefined
-compile address,undefined traceview/json_rows/_rows.c traceview/json_rows/_rows
 asan="$(gcc -print-file-name=libasan.so):$(gcc -print-file-name=libubsan.so)"
 (
   cd "$work"
   # --capture=sys: a sanitizer's report (written to the process's stderr) stays visible.
   LD_PRELOAD="$asan" "$python" -m pytest -q -p no:cacheprovider --capture=sys tests/parse
   LD_PRELOAD="$asan" "$python" -m pytest -q -p no:cacheprovider --capture=sys tests/cli/test_fuzz.py
-  LD_PRELOAD="$asan" "$python" -m pytest -q -p no:cacheprovider --capture=sys \
-    tests/test_json_rows.py tests/test_perfetto.py tests/cli/test_export.py
   LD_PRELOAD="$asan" "$python" scripts/fuzz.py --cases "$fuzz_cases"
 )
 

@@ -5,6 +5,7 @@ stretches of the critical path that ran on that rank."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from contextlib import nullcontext
 from typing import Any, BinaryIO
@@ -13,11 +14,11 @@ import msgspec
 import numpy as np
 import polars as pl
 
-from traceview import json_rows
 from traceview.algebra import apart
 from traceview.analysis.spans import overlap_spans
 from traceview.compression import gzip_writer
 from traceview.documents.lanes import lane_names
+from traceview.documents.steps import RankSelection, StepSelection
 from traceview.loader import Job
 
 ANNOTATION_TRACKS = ("overlap", "exposed comm")
@@ -28,23 +29,33 @@ CALL_ARGS = ("step", "collective", "bytes", "module", "bucket", "label", "wait_n
              "exposed_ns", "busbw_gbps", "bandwidth_on")  # fmt: skip
 
 
-def event_chunks(job: Job) -> Iterator[tuple[int, bytes]]:
+def event_chunks(
+    job: Job, steps: StepSelection | None = None, ranks: RankSelection | None = None
+) -> Iterator[tuple[int, bytes]]:
     """The timeline's events as JSON, a rank's kind of event at a time: (how many, the events
     joined by ",\n"). Every interval, overlap span and collective call is written from
-    its columns; only the lane names one by one."""
+    its columns; only the lane names one by one. `steps`, `ranks`: only the work of these
+    profiler steps (the step each interval is in), of these ranks."""
     offsets: dict[int | None, float] = (
         {a.rank: a.offset_ns for a in job.cross_rank.ranks} if job.cross_rank else {}
     )
-    ranks = [(r, r.intervals) for r in job.ranks if r.intervals is not None and r.intervals.height]
-    if not ranks:
+    ranks_read = [
+        (r, r.intervals if steps is None else r.intervals.filter(steps.expr("step")))
+        for r in job.ranks
+        if r.intervals is not None and (ranks is None or r.rank in ranks)
+    ]
+    ranks_read = [(r, iv) for r, iv in ranks_read if iv is not None and iv.height]
+    if not ranks_read:
         return
-    start = min(int(iv["ts_ns"].min()) - offsets.get(r.rank, 0) for r, iv in ranks)  # type: ignore[arg-type]
+    start = min(int(iv["ts_ns"].min()) - offsets.get(r.rank, 0) for r, iv in ranks_read)  # type: ignore[arg-type]
     path = _path_spans(job)
+    if steps is not None and path.height:
+        path = path.filter(steps.expr("step"))
     if path.height:  # a CPU step's path begins with its span, which may begin before any work
         start = min(start, int(path["ts_ns"].min()))  # type: ignore[arg-type]
     labels = _call_labels(job)
     encode = msgspec.json.Encoder().encode
-    for i, (report, intervals) in enumerate(ranks):
+    for i, (report, intervals) in enumerate(ranks_read):
         pid = report.rank if report.rank is not None else 100_000 + i
         shift = round(start + offsets.get(report.rank, 0))  # whole ns: times print exactly
         title = f"rank {report.rank}" if report.rank is not None else report.trace.name
@@ -107,6 +118,16 @@ def _meta(pid: int, tid: int, name: str, key: str, value: object) -> dict[str, A
 # 32 MB anew), whose faults cost a many-tiny-steps export a fifth of its CPU
 # (benchmarks/bench_outputs.py).
 ROWS_AT_A_TIME = 1 << 14
+# Rows made into columns at a time: the columns of a block of 256 Ki rows are a few tens of MB.
+BLOCK_ROWS = 1 << 18
+
+
+def _json_rows(frame: pl.DataFrame) -> bytes:
+    """The frame's rows as JSON objects joined by ",\n" (polars' NDJSON writer: no string
+    holds a raw newline, JSON escapes it, so the lines' ends are where the separators go)."""
+    lines = io.BytesIO()
+    frame.write_ndjson(lines)
+    return lines.getvalue()[:-1].replace(b"\n", b",\n")
 
 
 def _spans(
@@ -114,7 +135,7 @@ def _spans(
 ) -> Iterator[tuple[int, bytes]]:
     """Complete events ("X") from a frame of ts_ns, end_ns, cat, name, tid (and the columns
     `args` is made of), in µs from `shift`, ROWS_AT_A_TIME at a time, joined by ",\n"."""
-    for block in frame.iter_slices(json_rows.BLOCK_ROWS):  # the events' columns a block at a time
+    for block in frame.iter_slices(BLOCK_ROWS):  # the events' columns a block at a time
         events = block.select(
             ph=pl.lit("X"),
             cat="cat",
@@ -126,7 +147,8 @@ def _spans(
             dur=((pl.col("end_ns") - pl.col("ts_ns")) / 1000).round(3),
             **({} if args is None else {"args": args}),
         )
-        yield from json_rows.chunks(events, ROWS_AT_A_TIME, separator=b",\n")
+        for rows in events.iter_slices(ROWS_AT_A_TIME):
+            yield rows.height, _json_rows(rows)
 
 
 def _path_spans(job: Job) -> pl.DataFrame:
@@ -205,13 +227,20 @@ def _joined_on(calls: pl.DataFrame, said: pl.DataFrame) -> pl.DataFrame:
     return calls.join(said, on="key", how="left", maintain_order="left").drop("key")
 
 
-def write_annotated(job: Job, sink: BinaryIO, compress: bool) -> int:
-    """Write the timeline to `sink` (gzip if `compress`); returns the number of events."""
+def write_annotated(
+    job: Job,
+    sink: BinaryIO,
+    compress: bool,
+    steps: StepSelection | None = None,
+    ranks: RankSelection | None = None,
+) -> int:
+    """Write the timeline to `sink` (gzip if `compress`), of these steps and ranks only where
+    they are given; returns the number of events."""
     encode = msgspec.json.Encoder().encode
     count = 0
     with gzip_writer(sink) if compress else nullcontext(sink) as out:
         out.write(b'{"displayTimeUnit": "ms", "traceEvents": [\n')
-        for events, chunk in event_chunks(job):
+        for events, chunk in event_chunks(job, steps, ranks):
             if count:
                 out.write(b",\n")
             out.write(chunk)
@@ -228,5 +257,9 @@ def write_annotated(job: Job, sink: BinaryIO, compress: bool) -> int:
         found = job.critical_path()
         if found.reason:
             meta["critical_path"] = found.reason
+        if steps is not None:
+            meta["steps"] = str(steps)
+        if ranks is not None:
+            meta["ranks"] = str(ranks)
         out.write(b'\n], "traceview": ' + encode(meta) + b"}\n")
     return count

@@ -46,3 +46,36 @@ def test_export_without_output_writes_the_timeline_to_stdout(tmp_path):
     result = traceview("export", RUN)
     assert result.code == 0, result.err
     assert json.loads(result.out) == json.loads(out.read_text())  # the same document, plain
+
+
+def test_steps_and_ranks_write_that_part_of_the_timeline(tmp_path):
+    out = tmp_path / "part.json"
+    result = traceview("export", RUN, "--steps", "3", "--ranks", "1", "--output", out)
+    assert result.code == 0, result.err
+    doc = json.loads(out.read_text())
+    assert doc["traceview"]["steps"] == "3" and doc["traceview"]["ranks"] == "1"
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert {e["pid"] for e in doc["traceEvents"]} == {1}
+    assert {e["args"]["step"] for e in spans if e["cat"] not in ("traceview",)} == {3}
+    whole = json.loads(traceview("export", RUN).out)
+    assert len(spans) < len([e for e in whole["traceEvents"] if e["ph"] == "X"]) / 4
+    # Its overlap and exposed tracks are rank 1's in step 3, as analyze measures them.
+    analysis = json.loads(traceview("analyze", RUN, "--format", "json").out)
+    (step,) = [s for r in analysis["ranks"] if r["rank"] == 1 for s in r["steps"] if s["step"] == 3]
+    for track, key in (("overlap", "overlap_us"), ("exposed comm", "exposed_comm_us")):
+        drawn = sum(e["dur"] for e in spans if e["cat"] == "traceview" and e["name"] == track)
+        assert drawn == pytest.approx(step[key], abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--ranks", "5"], "no rank 5 in "),
+        (["--ranks", "0,7-9"], "no ranks 7-9 in "),
+        (["--steps", "99"], "no step 99 in "),
+    ],
+)
+def test_a_part_the_run_lacks_is_refused_naming_what_it_has(option, said):
+    result = traceview("export", RUN, *option)
+    assert result.code == 2 and result.out == ""
+    assert said in result.err and result.err.count("\n") == 1

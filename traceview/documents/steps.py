@@ -1,5 +1,5 @@
-"""Which profiler steps a document covers (`--steps 3,5-7`), as ranges: never materialised, so
-0-10^11 costs nothing."""
+"""Which profiler steps a document covers (`--steps 3,5-7`), and which ranks a timeline holds
+(`--ranks 0,4-7`), as ranges: never materialised, so 0-10^11 costs nothing."""
 
 from __future__ import annotations
 
@@ -26,16 +26,35 @@ class StepSelection(msgspec.Struct, frozen=True):
         return pl.any_horizontal(inside) if inside else pl.lit(False)
 
 
+class RankSelection(msgspec.Struct, frozen=True):
+    ranges: tuple[tuple[int, int], ...]  # inclusive, within int64
+
+    def __contains__(self, rank: object) -> bool:
+        return isinstance(rank, int) and any(lo <= rank <= hi for lo, hi in self.ranges)
+
+    def __str__(self) -> str:
+        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.ranges)
+
+
 def parse_steps(text: str) -> StepSelection:
     """`3,5-7` as a StepSelection; ValueError, in one line, for anything else."""
+    return StepSelection(_ranges(text, "step"))
+
+
+def parse_ranks(text: str) -> RankSelection:
+    """`0,4-7` as a RankSelection; ValueError, in one line, for anything else."""
+    return RankSelection(_ranges(text, "rank"))
+
+
+def _ranges(text: str, what: str) -> tuple[tuple[int, int], ...]:
     ranges = []
     for part in text.split(","):
         m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
         if not m:
-            raise ValueError(f"not a step list: {text!r} (try 3,5-7)")
+            raise ValueError(f"not a {what} list: {text!r} (try 3,5-7)")
         lo, hi = int(m[1]), int(m[2] or m[1])
         if hi < lo:
-            raise ValueError(f"empty step range: {part.strip()!r}")
+            raise ValueError(f"empty {what} range: {part.strip()!r}")
         if lo <= INT64_MAX:
-            ranges.append((lo, min(hi, INT64_MAX)))  # no step number goes past int64
-    return StepSelection(tuple(ranges))
+            ranges.append((lo, min(hi, INT64_MAX)))  # no number here goes past int64
+    return tuple(ranges)

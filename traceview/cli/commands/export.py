@@ -7,8 +7,12 @@ import sys
 
 from traceview.cli import options
 from traceview.cli.output import replacing
+from traceview.cli.steps import parse_ranks, parse_steps
+from traceview.documents.steps import RankSelection
 from traceview.errors import TraceviewError
+from traceview.loader import Job
 from traceview.perfetto import write_annotated
+from traceview.plain import number_runs
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -19,9 +23,22 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(Perfetto, chrome://tracing): each rank's compute, communication and memory lanes on "
         "aligned clocks, with 'overlap' and 'exposed comm' tracks per rank and each collective's "
         "bucket, wait and transfer in its arguments. To standard output without --output; "
-        "gzip-compressed when the file name ends in .gz.",
+        "gzip-compressed when the file name ends in .gz. --steps and --ranks write a part of it: "
+        "a timeline Perfetto opens (a browser holds about 1 GB of JSON).",
     )
     options.add_inputs(p, what="trace file or folder of one job's rank traces", formats=())
+    p.add_argument(
+        "--steps",
+        metavar="LIST",
+        type=parse_steps,
+        help="only the work of these profiler steps, e.g. 3,5-7",
+    )
+    p.add_argument(
+        "--ranks",
+        metavar="LIST",
+        type=parse_ranks,
+        help="only these ranks' lanes, e.g. 0,4-7",
+    )
     p.set_defaults(run=run)
 
 
@@ -33,15 +50,37 @@ def run(args: argparse.Namespace) -> int:
             f"{len(runs.jobs)}: give one trace or one run folder"
         )
     job = runs.jobs[0]
+    options.check_steps(args.steps, runs.jobs)
+    _check_ranks(args.ranks, job)
     if args.output is None or args.output == "-":
         if sys.stdout is None:
             raise TraceviewError("standard output is closed: write to a file with --output FILE")
         sys.stdout.flush()
-        write_annotated(job, sys.stdout.buffer, compress=False)
+        write_annotated(job, sys.stdout.buffer, False, args.steps, args.ranks)
         sys.stdout.buffer.flush()
         return options.finish("", args, runs)
     with replacing(args.output) as sink:
-        count = write_annotated(job, sink, compress=args.output.endswith(".gz"))
+        count = write_annotated(job, sink, args.output.endswith(".gz"), args.steps, args.ranks)
     return options.finish(
         f"wrote {count:,} events to {args.output}\n", args, runs, wrote_output=True
     )
+
+
+def _check_ranks(ranks: RankSelection | None, job: Job) -> None:
+    """--ranks naming a rank the job lacks (a single rank it does not have, a range holding
+    none of its ranks) is bad input: refused, naming the ranks it has."""
+    if ranks is None:
+        return
+    have = sorted(r.rank for r in job.ranks if r.rank is not None)
+    lacking = [
+        str(lo) if lo == hi else f"{lo}-{hi}"
+        for lo, hi in ranks.ranges
+        if not any(lo <= rank <= hi for rank in have)
+    ]
+    if lacking:
+        there = f"ranks {number_runs(have)}" if have else "no rank numbers"
+        which = "rank" if len(lacking) == 1 and "-" not in lacking[0] else "ranks"
+        raise TraceviewError(
+            f"no {which} {', '.join(lacking)} in {job.name} ({there}): name ranks it has, "
+            f"e.g. --ranks {have[0] if have else 0}"
+        )
