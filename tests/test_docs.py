@@ -3,6 +3,7 @@ somewhere inside the repository, and no path from outside it."""
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -59,3 +60,44 @@ def test_the_api_pages_examples_run(tmp_path):
         [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
     assert done.returncode == 0, done.stderr
+
+
+def _options() -> dict[str, set[str]]:
+    """Each command's options, as its parser declares them."""
+    from traceview.cli import build_parser
+
+    (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return {
+        name: {o for action in parser._actions for o in action.option_strings}
+        for name, parser in commands.choices.items()
+    }
+
+
+def _named(text: str) -> set[str]:
+    return set(re.findall(r"`([a-z-]+)`", text))
+
+
+def test_the_readme_says_which_command_takes_which_option():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    options = _options()
+    printing = re.search(r"The commands that print results \((.*?)\) take `--format", readme)
+    steps = re.search(
+        r"`--steps 3,5-7` picks profiler steps in (.*?) \(`diff`: `--steps-a`", readme
+    )
+    assert printing and steps
+    assert _named(printing[1]) == {c for c, o in options.items() if "--format" in o}
+    assert {c for c, o in options.items() if "--format" in o} <= {
+        c for c, o in options.items() if "--output" in o
+    }
+    assert _named(steps[1]) == {c for c, o in options.items() if "--steps" in o}
+    assert {c for c, o in options.items() if "--steps-a" in o} == {"diff"}
+    assert {c for c, o in options.items() if "--ranks" in o} == {"export"}
+    assert "every command but `dashboard` takes `--jobs N`" in readme
+    assert {c for c, o in options.items() if "--jobs" not in o} == {"dashboard"}
+
+
+def test_the_readme_counts_the_compiled_modules():
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    sources = sorted(p.relative_to(ROOT) for p in (ROOT / "traceview").rglob("*.c"))
+    assert [str(p) for p in sources] == ["traceview/parse/_scan.c"]
+    assert "The install compiles one small C module, the parser's fast path" in readme
