@@ -23,6 +23,7 @@ SMALL = ["--mb", "2", "--repeat", "1"]
         ("bench_outputs.py", 12),
     ],
 )
+@pytest.mark.cli
 def test_a_benchmark_runs_at_a_small_size(tmp_path, script, rows):
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), *SMALL, "--work", str(tmp_path)],

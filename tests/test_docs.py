@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "DEVELOPERS.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -51,6 +53,7 @@ def test_no_page_names_a_path_outside_the_repository():
     assert named == []
 
 
+@pytest.mark.cli
 def test_the_api_pages_examples_run(tmp_path):
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "api.md").read_text(), re.S)
     assert len(blocks) >= 2

@@ -22,6 +22,7 @@ sys.modules["gpu_check"] = gpu_check
 spec.loader.exec_module(gpu_check)
 
 
+@pytest.mark.cli
 def test_without_a_gpu_it_says_so_in_one_line_and_exits_0(tmp_path):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from traceview.preload import BLAS_THREADS_ENV, JEMALLOC_CONF, JEMALLOC_ENV, POLARS_THREADS_ENV
 
 # Prints each setting as it stands when its library is first imported, however the program gets
@@ -65,6 +67,7 @@ def _run(script: str, env: dict[str, str]) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in out.stdout.splitlines())
 
 
+@pytest.mark.cli
 def test_the_settings_are_made_before_the_libraries_load():
     assert _run(_AT_IMPORT, _env()) == {
         "polars": JEMALLOC_CONF,
@@ -73,19 +76,23 @@ def test_the_settings_are_made_before_the_libraries_load():
     }
 
 
+@pytest.mark.cli
 def test_settings_of_the_users_own_are_kept():
     env = _env(**{JEMALLOC_ENV: "narenas:4", POLARS_THREADS_ENV: "3", BLAS_THREADS_ENV: "8"})
     assert _run(_AT_IMPORT, env) == {"polars": "narenas:4", "polars_threads": "3", "numpy": "8"}
 
 
+@pytest.mark.cli
 def test_worker_processes_get_a_pool_of_one_thread_and_the_setting_comes_back():
     assert _run(_IN_WORKERS, _env()) == {"workers": "1", "after": "None"}
 
 
+@pytest.mark.cli
 def test_a_users_own_pool_size_reaches_the_workers_too():
     assert _run(_IN_WORKERS, _env(**{POLARS_THREADS_ENV: "3"})) == {"workers": "3", "after": "3"}
 
 
+@pytest.mark.cli
 def test_traceview_as_a_library_changes_no_setting_its_libraries_do_not():
     def changed(what: str) -> str:
         run = [sys.executable, "-c", _AS_A_LIBRARY, what]
@@ -106,6 +113,7 @@ print("enabled", gc.isenabled())
 """
 
 
+@pytest.mark.cli
 def test_the_collector_is_paused_while_the_program_loads_and_runs_after():
     seen = _run(_COLLECTOR, _env())
     assert int(seen["rounds"]) < 40  # those before the pause: Python's own start-up

@@ -37,6 +37,7 @@ def test_aligned_ranks_get_bandwidth_over_the_transfer(tmp_path):
     assert calls["bandwidth_on"].to_list() == ["transfer"] * 6
 
 
+@pytest.mark.cli
 def test_a_lone_rank_gets_a_lower_bound_said_in_every_format(tmp_path):
     trace = rank_trace(tmp_path, 0, [(100, 150), (300, 350), (500, 550)])
     job = traceview.load(trace)

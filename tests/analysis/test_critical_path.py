@@ -157,6 +157,7 @@ def test_a_last_rank_whose_call_is_in_another_step_leaves_waiting_on_the_path(tm
     assert found.steps.rows() == [(1, 100 * US, 700 * US, 0)]
 
 
+@pytest.mark.cli
 def test_ranks_not_aligned_get_no_path_and_the_reason(tmp_path):
     # One clock, and rank 1's calls all begin after rank 0's have ended (test_cross_rank.py).
     rank_trace(tmp_path, 0, 0, [(100, 150), (200, 250), (300, 350)], "host")
@@ -180,6 +181,7 @@ def test_a_step_missing_on_a_rank_is_left_out_and_said(tmp_path):
     assert found.reason is not None and "1 step left out" in found.reason
 
 
+@pytest.mark.cli
 def test_every_format_says_the_same_path(tmp_path):
     folder = late_backward(tmp_path / "job")
     doc = validate("critical-path", cli("critical-path", folder, "--format", "json").out)
@@ -201,6 +203,7 @@ def test_every_format_says_the_same_path(tmp_path):
     assert "1 by all_reduce" in table and "75.0%" in table  # rank 1's compute: 450 of 600
 
 
+@pytest.mark.cli
 def test_export_marks_the_path_on_each_rank(tmp_path):
     folder = late_backward(tmp_path / "job")
     out = tmp_path / "timeline.json"

@@ -126,6 +126,7 @@ def test_real_sampled_job_keeps_only_pairs_that_end_together():
         assert spread <= ENDS_SLACK_NS + ENDS_SLACK_SHARE * g["dur_ns"].min()  # type: ignore[operator]
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("fmt", ["json", "csv", "table"])
 def test_not_aligned_is_said_in_every_format(tmp_path, fmt):
     from tests.cli.run_cli import traceview
@@ -143,6 +144,7 @@ def test_not_aligned_is_said_in_every_format(tmp_path, fmt):
     assert "do not hold together" in calls.out
 
 
+@pytest.mark.cli
 def test_a_rank_without_step_markers_leaves_the_job_unaligned_not_broken(tmp_path):
     # A real 2-rank NCCL job's rank 0, and as rank 1 the same trace without its ProfilerStep
     # spans: no call of rank 1 pairs with one of rank 0, so no clock offset can be fitted. The

@@ -8,6 +8,8 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 import traceview
 from tests import tracebuild as tb
 from tests.cli.run_cli import traceview as cli
@@ -159,6 +161,7 @@ def test_a_profiling_window_that_ends_early_is_no_finding(tmp_path):
     ]
 
 
+@pytest.mark.cli
 def test_ranks_says_the_desync_signs_in_every_format(tmp_path):
     calls = {r: everyone() for r in (0, 1, 3)}
     calls[2] = everyone(s for s in range(1, 9) if s != 3)

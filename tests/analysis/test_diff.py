@@ -80,6 +80,7 @@ def test_the_kernels_come_from_each_ranks_time_per_step_and_name_not_its_interva
     assert all("intervals" not in vars(job) for job in runs.jobs)  # never read again
 
 
+@pytest.mark.cli
 def test_diff_in_every_format(tmp_path):
     a, b = run(tmp_path, "a", 200), run(tmp_path, "b", 400)
     table = cli("diff", a, b)
@@ -99,7 +100,7 @@ def test_diff_in_every_format(tmp_path):
     assert one.code != 0 and "these paths hold 1" in one.err
 
 
-@pytest.mark.slow
+@pytest.mark.torchrun
 def test_two_harness_runs_differing_in_bucket_size_show_where_exposure_moved(tmp_path):
     pytest.importorskip("torch")
     from tests.harness.conftest import SMALL, sweep
@@ -125,6 +126,7 @@ def test_two_harness_runs_differing_in_bucket_size_show_where_exposure_moved(tmp
     assert labels["bucket 0"].exposed_ms.after == pytest.approx(exposed_after, rel=0.05)
 
 
+@pytest.mark.cli
 def test_two_step_ranges_of_one_run(tmp_path):
     # Steps 1-2 run the all-reduce for 200 µs, steps 3-4 for 400: the same split as two runs
     # (test_the_step_change_is_split_where_it_happened), over 2 rank-steps a side.
@@ -147,6 +149,7 @@ def test_two_step_ranges_of_one_run(tmp_path):
     assert alone.code == 2 and "one run with both step ranges" in alone.err
 
 
+@pytest.mark.cli
 def test_a_run_without_measured_steps_says_so_in_every_format(tmp_path):
     a = run(tmp_path, "a", 200)
     b = tmp_path / "b"

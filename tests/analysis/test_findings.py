@@ -233,6 +233,7 @@ def test_the_least_sharding_that_fits_a_memory_budget():
     assert same is not None and same.action == found.action
 
 
+@pytest.mark.cli
 def test_findings_in_the_outputs(tmp_path):
     folder = job(tmp_path, {0: ddp_step(late_last_bucket=True)})
     table = cli("analyze", folder)

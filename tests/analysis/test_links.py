@@ -57,6 +57,7 @@ def test_large_messages_far_below_nvlink_are_a_finding(tmp_path):
                              "peak_gbps": 300.0, "peak_pct": 5.6}  # fmt: skip
 
 
+@pytest.mark.cli
 def test_a_given_link_speed_overrides_and_every_format_says_it(tmp_path):
     folder = job(tmp_path, hosts=("node-a", "node-b"))
     table = cli("collectives", folder)

@@ -109,6 +109,7 @@ def test_nothing_is_checked_without_a_smaller_multi_rank_run_or_on_noise(tmp_pat
     assert traceview.load_runs([one, two, noisy]).checked_predictions() == []
 
 
+@pytest.mark.cli
 def test_compare_gives_the_checked_prediction_in_every_format(tmp_path):
     import csv
     import io

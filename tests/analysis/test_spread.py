@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import traceview
 from tests import tracebuild as tb
 from tests.analysis.test_findings import ALLREDUCE, nccl
@@ -49,6 +51,7 @@ def test_min_median_max_and_the_worst_rank(tmp_path):
     assert by["overlap_pct"].worst_rank == 0
 
 
+@pytest.mark.cli
 def test_analyze_of_a_folder_leads_with_the_ranks_side_by_side(tmp_path):
     folder = three_ranks(tmp_path)
     table = cli("analyze", folder).out
@@ -67,6 +70,7 @@ def test_analyze_of_a_folder_leads_with_the_ranks_side_by_side(tmp_path):
     }
 
 
+@pytest.mark.cli
 def test_steps_that_no_trace_has_are_refused(tmp_path):
     folder = three_ranks(tmp_path)
     done = cli("analyze", folder, "--steps", "7-9")

@@ -124,6 +124,7 @@ def test_a_rotating_straggler_points_at_what_every_rank_does(tmp_path):
     assert "not at one host" in found.action and "data loading" in found.action
 
 
+@pytest.mark.cli
 def test_ranks_says_the_stragglers_by_step_in_every_format(tmp_path):
     folder = stepped(tmp_path, [2, 2, 2, 2, 2, 2, None, 1, 2, 2])
     table = cli("ranks", folder)
@@ -169,6 +170,7 @@ def late_and_often_last(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.cli
 def test_the_straggler_is_the_rank_whose_lateness_costs_most_waiting(tmp_path):
     folder = late_and_often_last(tmp_path)
     loaded = traceview.load(folder)

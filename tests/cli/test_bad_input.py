@@ -23,21 +23,25 @@ def one_line_error(result: Result, code: int, *fragments: str) -> None:
         assert fragment in lines[0]
 
 
+@pytest.mark.cli
 def test_empty_file(tmp_path):
     (tmp_path / "t.json").write_bytes(b"")
     one_line_error(traceview("analyze", tmp_path / "t.json"), 2, "empty file")
 
 
+@pytest.mark.cli
 def test_not_json(tmp_path):
     (tmp_path / "t.json").write_text("hello, world\n")
     one_line_error(traceview("analyze", tmp_path / "t.json"), 2, "not JSON")
 
 
+@pytest.mark.cli
 def test_json_that_is_not_a_trace(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps({"loss": [1.0, 0.5]}))
     one_line_error(traceview("analyze", tmp_path / "t.json"), 2, "not a profiler trace")
 
 
+@pytest.mark.cli
 def test_broken_json_inside_the_events(tmp_path):
     text = json.dumps(tb.document(GOOD * 3)).replace('"dur": 20', '"dur": 2!0', 1)
     (tmp_path / "t.json").write_text(text)
@@ -45,6 +49,7 @@ def test_broken_json_inside_the_events(tmp_path):
     assert result.code != 0 and "Traceback" not in result.err
 
 
+@pytest.mark.cli
 def test_corrupt_gzip(tmp_path):
     packed = bytearray(gzip.compress(json.dumps(tb.document(GOOD * 50)).encode()))
     packed[40:60] = b"\xff" * 20
@@ -52,6 +57,7 @@ def test_corrupt_gzip(tmp_path):
     one_line_error(traceview("analyze", tmp_path / "t.json.gz"), 2, "corrupt gzip")
 
 
+@pytest.mark.cli
 def test_truncated_file_recovers_and_says_so(tmp_path):
     events = [tb.step(1, 0, 1000)] + [
         x
@@ -70,6 +76,7 @@ def test_truncated_file_recovers_and_says_so(tmp_path):
     assert rank["total"]["compute_us"] > 0
 
 
+@pytest.mark.cli
 def test_events_without_ts_or_dur(tmp_path):
     bad = [{**tb.kernel("k", 0, 1, 7), "ts": None}, {"ph": "X", "name": "x", "ts": 3}]
     tb.write(tmp_path / "t.json", tb.document(GOOD + bad))
@@ -79,6 +86,7 @@ def test_events_without_ts_or_dur(tmp_path):
     assert "Traceback" not in result.err
 
 
+@pytest.mark.cli
 def test_negative_durations(tmp_path):
     tb.write(tmp_path / "t.json", tb.document([*GOOD, tb.kernel("k", 50, -5, 9)]))
     result = traceview("analyze", tmp_path / "t.json")
@@ -86,6 +94,7 @@ def test_negative_durations(tmp_path):
     assert "1 event with negative durations was skipped" in result.err
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("field", ["pid", "tid"])
 def test_events_without_a_process_or_thread_are_skipped_and_said(tmp_path, field):
     # The GEMM at [50,80) loses its pid: it lies on no stream, so it is skipped, said, and the
@@ -107,6 +116,7 @@ def test_events_without_a_process_or_thread_are_skipped_and_said(tmp_path, field
     assert rank["steps"] == expected["steps"] and rank["total"] == expected["total"]
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("field", ["ts", "dur"])
 def test_an_event_far_outside_the_trace_is_skipped_and_said(tmp_path, field):
     # 31 years before the others (or lasting 31 years): it would stretch the trace's window
@@ -125,18 +135,21 @@ def test_an_event_far_outside_the_trace_is_skipped_and_said(tmp_path, field):
     assert rank["steps"] == expected["steps"] and rank["total"] == expected["total"]
 
 
+@pytest.mark.cli
 def test_two_files_claiming_the_same_rank(tmp_path):
     tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0))
     tb.write(tmp_path / "b.json", tb.document(GOOD, rank=0))
     one_line_error(traceview("analyze", tmp_path), 2, "rank 0 is claimed by both a.json and b.json")
 
 
+@pytest.mark.cli
 def test_folder_mixing_world_sizes(tmp_path):
     tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0, world=2))
     tb.write(tmp_path / "b.json", tb.document(GOOD, rank=1, world=8))
     one_line_error(traceview("analyze", tmp_path), 2, "different jobs", "world_size")
 
 
+@pytest.mark.cli
 def test_folder_mixing_strategies(tmp_path):
     def run(strategy: str) -> dict:
         return {"traceview_run": {"strategy": strategy, "world_size": 2}}
@@ -146,6 +159,7 @@ def test_folder_mixing_strategies(tmp_path):
     one_line_error(traceview("analyze", tmp_path), 2, "different jobs", "strategy zero2")
 
 
+@pytest.mark.cli
 def test_folder_mixing_jobs_recorded_days_apart(tmp_path):
     day_ns = 86400 * 10**9
     tb.write(tmp_path / "a.json", tb.document(GOOD, rank=0, baseTimeNanoseconds=17 * 10**17))
@@ -155,15 +169,18 @@ def test_folder_mixing_jobs_recorded_days_apart(tmp_path):
     one_line_error(traceview("analyze", tmp_path), 2, "different jobs", "72.0 h")
 
 
+@pytest.mark.cli
 def test_missing_path(tmp_path):
     one_line_error(traceview("analyze", tmp_path / "nope.json"), 2, "no such file or folder")
 
 
+@pytest.mark.cli
 def test_folder_without_traces(tmp_path):
     (tmp_path / "notes.txt").write_text("x")
     one_line_error(traceview("analyze", tmp_path), 2, "no trace files")
 
 
+@pytest.mark.cli
 def test_broken_symlink(tmp_path):
     (tmp_path / "t.json").symlink_to(tmp_path / "gone.json")
     one_line_error(traceview("analyze", tmp_path / "t.json"), 2, "no such file")
@@ -176,6 +193,7 @@ def test_unreadable_file(tmp_path):
     one_line_error(traceview("analyze", path), 2, "permission denied")
 
 
+@pytest.mark.cli
 def test_unreadable_entry_in_a_folder_fails_that_file_only(tmp_path):
     tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0, world=4))
     (tmp_path / "rank1.json").mkdir()  # a folder where a trace should be
@@ -200,10 +218,12 @@ def test_unreadable_entry_in_a_folder_fails_that_file_only(tmp_path):
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],
 )
+@pytest.mark.cli
 def test_bad_arguments(args, fragment):
     one_line_error(traceview(*args), 2, fragment)
 
 
+@pytest.mark.cli
 def test_output_is_replaced_whole_or_not_at_all(tmp_path):
     out = tmp_path / "report.json"
     out.write_text("previous report\n")
@@ -214,6 +234,7 @@ def test_output_is_replaced_whole_or_not_at_all(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+@pytest.mark.cli
 def test_other_json_in_a_folder_is_skipped_and_said(tmp_path):
     tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0))
     (tmp_path / "config.json").write_text(json.dumps({"lr": 0.1}))
@@ -240,12 +261,14 @@ def _record(**changed: object) -> dict:
     }
 
 
+@pytest.mark.cli
 def test_a_run_record_with_an_impossible_world_is_refused(tmp_path):
     tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0, world=1))
     (tmp_path / "run.json").write_text(json.dumps(_record(world_size=0)))
     one_line_error(traceview("compare", tmp_path), 2, "not a run record (world_size 0)")
 
 
+@pytest.mark.cli
 def test_a_run_record_from_a_newer_harness_is_refused_not_half_read(tmp_path):
     tb.write(tmp_path / "rank0.json", tb.document(GOOD, rank=0, world=1))
     record = _record(record_version=2)
@@ -258,6 +281,7 @@ def test_a_run_record_from_a_newer_harness_is_refused_not_half_read(tmp_path):
     one_line_error(traceview("compare", tmp_path), 2, "missing required field `record_version`")
 
 
+@pytest.mark.cli
 def test_a_sweep_index_pointing_outside_its_folder_is_not_followed(tmp_path):
     sweep = tmp_path / "sweep"
     sweep.mkdir()
@@ -268,6 +292,7 @@ def test_a_sweep_index_pointing_outside_its_folder_is_not_followed(tmp_path):
     one_line_error(traceview("compare", sweep), 2, "lists a run outside its folder")
 
 
+@pytest.mark.cli
 def test_an_incomplete_run_with_some_traces_is_said_once(tmp_path):
     tb.write(tmp_path / "rank0.pt.trace.json.gz", tb.document(GOOD, rank=0, world=2))
     done = {"rank": 0, "state": "done", "steps_done": 7, "wrote": ["rank0.pt.trace.json.gz"]}

@@ -12,6 +12,7 @@ from tests.cli.run_cli import traceview
 RUN = Path(__file__).parents[2] / "sample_traces" / "cpu_sweep" / "zero2-dp2"
 
 
+@pytest.mark.cli
 def test_exported_tracks_add_up_to_the_analysis(tmp_path):
     out = tmp_path / "timeline.json.gz"
     result = traceview("export", RUN, "--output", out)
@@ -40,6 +41,7 @@ def test_exported_tracks_add_up_to_the_analysis(tmp_path):
     assert min(e["ts"] for e in events if e["ph"] == "X") == 0
 
 
+@pytest.mark.cli
 def test_export_without_output_writes_the_timeline_to_stdout(tmp_path):
     out = tmp_path / "timeline.json"
     assert traceview("export", RUN, "--output", out).code == 0
@@ -48,6 +50,7 @@ def test_export_without_output_writes_the_timeline_to_stdout(tmp_path):
     assert json.loads(result.out) == json.loads(out.read_text())  # the same document, plain
 
 
+@pytest.mark.cli
 def test_steps_and_ranks_write_that_part_of_the_timeline(tmp_path):
     out = tmp_path / "part.json"
     result = traceview("export", RUN, "--steps", "3", "--ranks", "1", "--output", out)
@@ -79,6 +82,7 @@ def test_steps_and_ranks_write_that_part_of_the_timeline(tmp_path):
         (["--steps", "99"], "no step 99 in "),
     ],
 )
+@pytest.mark.cli
 def test_a_part_the_run_lacks_is_refused_naming_what_it_has(option, said):
     result = traceview("export", RUN, *option)
     assert result.code == 2 and result.out == ""

@@ -57,6 +57,7 @@ def worker() -> Iterator[ProcessPoolExecutor]:
         assert pool.submit(peak_mb).result() < PEAK_RSS_BOUND_MB
 
 
+@pytest.mark.cli  # the commands, in a worker process of their own
 @settings(
     max_examples=60,
     deadline=None,

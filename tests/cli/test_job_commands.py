@@ -22,6 +22,7 @@ def records():
     }
 
 
+@pytest.mark.cli
 def test_compare_a_sweep_against_the_theory():
     result = traceview("compare", SWEEP, "--format", "json")
     assert result.code == 0, result.err
@@ -78,6 +79,7 @@ def test_compare_a_sweep_against_the_theory():
     assert rows[("ddp", 1)]["efficiency"] == 1.0
 
 
+@pytest.mark.cli
 def test_compare_table_and_csv():
     table = traceview("compare", SWEEP / "ddp-dp1", SWEEP / "ddp-dp2")
     assert table.code == 0 and "E(N)" in table.out and "ddp-dp2" in table.out
@@ -86,6 +88,7 @@ def test_compare_table_and_csv():
     assert len(csv.out.splitlines()) == 13
 
 
+@pytest.mark.cli
 def test_collectives_of_a_ddp_run_name_their_buckets():
     result = traceview("collectives", SWEEP / "ddp-dp2", "--format", "json")
     assert result.code == 0, result.err
@@ -101,12 +104,14 @@ def test_collectives_of_a_ddp_run_name_their_buckets():
     assert {t["rank"] for t in job["backward_tails"]} == {0, 1}
 
 
+@pytest.mark.cli
 def test_collectives_of_fsdp_runs_name_their_modules():
     result = traceview("collectives", SWEEP / "zero3-dp2", "--format", "csv")
     assert result.code == 0
     assert {"blocks.0", "blocks.3", "root"} <= set(result.out.replace("\n", ",").split(","))
 
 
+@pytest.mark.cli
 def test_ranks_on_the_real_nccl_pair():
     result = traceview("ranks", NCCL_PAIR, "--format", "json")
     assert result.code == 0, result.err
@@ -118,11 +123,13 @@ def test_ranks_on_the_real_nccl_pair():
     assert [s["step"] for s in job["step_skew"]] == [551, 552]
 
 
+@pytest.mark.cli
 def test_ranks_of_a_single_trace_says_it_needs_more():
     result = traceview("ranks", NCCL_PAIR / "rank0.json.gz")
     assert result.code == 0 and "needs two or more" in result.out
 
 
+@pytest.mark.cli
 def test_collectives_name_the_most_exposed_buckets_per_step():
     (job,) = json.loads(traceview("collectives", SWEEP / "ddp-dp2", "--format", "json").out)["jobs"]
     assert {(e["rank"], e["step"]) for e in job["exposed_by_step"]} == {
@@ -142,6 +149,7 @@ def test_collectives_name_the_most_exposed_buckets_per_step():
         assert listed == sorted(listed, reverse=True) and all(x > 0 for x in listed)
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("strategy", ["ddp", "zero1", "zero2", "zero3"])
 def test_ranks_of_real_four_rank_runs(strategy):
     (job,) = json.loads(traceview("ranks", SWEEP / f"{strategy}-dp4", "--format", "json").out)[
@@ -159,6 +167,7 @@ def test_ranks_of_real_four_rank_runs(strategy):
         assert c["wait_us"] + c["transfer_us"] == pytest.approx(c["duration_us"], abs=1e-3)
 
 
+@pytest.mark.cli
 def test_compare_flags_noise_in_every_format(tmp_path):
     import shutil
 

@@ -63,6 +63,7 @@ def test_step_filter_keeps_totals(gpu_trace, capsys):
     assert rank["total"]["window_us"] == 155.0
 
 
+@pytest.mark.cli
 def test_output_file_and_parallel_folder(tmp_path):
     for r in range(3):
         tb.write(tmp_path / f"rank{r}.json", tb.document(tb.gpu_example(), rank=r, world=3))
@@ -75,6 +76,7 @@ def test_output_file_and_parallel_folder(tmp_path):
     assert {r["total"]["overlap_us"] for r in doc["ranks"]} == {60.0}
 
 
+@pytest.mark.cli
 def test_progress_is_shown_when_asked(tmp_path):
     for r in range(2):
         tb.write(tmp_path / f"rank{r}.json", tb.document(tb.gpu_example(), rank=r))
@@ -88,6 +90,7 @@ def test_progress_is_shown_when_asked(tmp_path):
     assert quiet.err == ""
 
 
+@pytest.mark.cli
 def test_output_to_a_special_file_writes_through_it(tmp_path):
     # Renaming a temporary file over /dev/null or a FIFO would replace the device itself.
     import os
@@ -106,6 +109,7 @@ def test_output_to_a_special_file_writes_through_it(tmp_path):
     assert fifo.is_fifo()
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("command", ["analyze", "collectives", "ranks", "compare"])
 def test_csv_numbers_carry_no_binary_noise(command):
     sweep = Path(__file__).parents[2] / "sample_traces" / "cpu_sweep"
@@ -115,6 +119,7 @@ def test_csv_numbers_carry_no_binary_noise(command):
     assert re.findall(r"\d\.\d{7,}", result.out) == []  # e.g. 121.37100000000001
 
 
+@pytest.mark.cli
 def test_calls_before_the_first_step_are_named_so_never_step_none():
     # A rank whose profiling began mid-step: its first calls were launched before the window.
     trace = (

@@ -75,6 +75,7 @@ def jobs(tmp_path_factory) -> Path:
     ],
     ids=lambda a: " ".join(a).replace("{root}/", "").replace("{root}", "ALL"),
 )
+@pytest.mark.cli
 def test_text_outputs_say_counts_and_unknowns_plainly(jobs, args):
     done = traceview(*(a.format(root=jobs) for a in args))
     assert done.code in (0, 1), done.err
@@ -82,6 +83,7 @@ def test_text_outputs_say_counts_and_unknowns_plainly(jobs, args):
     plain(done.err, " ".join(args))
 
 
+@pytest.mark.cli
 def test_the_report_says_counts_and_unknowns_plainly(jobs, tmp_path):
     out = tmp_path / "report.html"
     done = traceview("report", jobs, "-o", out)

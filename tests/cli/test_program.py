@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 FIXTURE = Path(__file__).parents[1] / "fixtures/traces/nccl_ddp_w2_rank0_step5.json.gz"
 
 _WITH_A_HANDLER = """
@@ -28,6 +30,7 @@ def _program(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.cli
 def test_the_output_is_whole_and_exit_handlers_run():
     done = _program("analyze", str(FIXTURE), "--format", "json", "--no-progress")
     assert done.returncode == 0
@@ -35,6 +38,7 @@ def test_the_output_is_whole_and_exit_handlers_run():
     assert done.stderr.splitlines() == ["handler ran"]
 
 
+@pytest.mark.cli
 def test_the_exit_code_is_mains():
     done = _program("analyze", "/no/such/trace.json")
     assert done.returncode == 2

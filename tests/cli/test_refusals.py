@@ -64,6 +64,7 @@ REFUSALS = {
 }  # fmt: skip
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("case", list(REFUSALS))
 def test_each_refusal_says_its_cause_and_what_helps(tmp_path, case):
     make, cause, helps = REFUSALS[case]
@@ -76,6 +77,7 @@ def test_each_refusal_says_its_cause_and_what_helps(tmp_path, case):
     assert f"`PATH: {documented}" in ERRORS or f"`DIR: {documented}" in ERRORS, cause
 
 
+@pytest.mark.cli
 def test_a_step_the_job_lacks_names_those_it_has():
     done = traceview("analyze", DDP1, "--steps", "9")
     assert done.code == 2
@@ -85,6 +87,7 @@ def test_a_step_the_job_lacks_names_those_it_has():
     assert "`no step S in JOB (steps 2–5, 8–11): name steps it has, e.g. --steps 2`" in ERRORS
 
 
+@pytest.mark.cli
 def test_diff_with_one_run_unreadable_says_why_that_run(tmp_path):
     # Not a usage message ("these paths hold 1"): the unreadable run's own error.
     broken = _file("step 1 loss 2.3\n")(tmp_path)

@@ -33,6 +33,7 @@ def twice(*args: str | Path) -> tuple[Result, Result]:
     return traceview(*args), traceview(*args)
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_each_command_twice_gives_the_same_bytes(name):
     first, second = twice(*COMMANDS[name])
@@ -40,6 +41,7 @@ def test_each_command_twice_gives_the_same_bytes(name):
     assert first.out == second.out and first.err == second.err
 
 
+@pytest.mark.cli
 def test_the_report_twice_is_the_same_file(tmp_path):
     # The report's stamp is now's, unless SOURCE_DATE_EPOCH fixes it (reproducible builds).
     files = [tmp_path / "a.html", tmp_path / "b.html"]

@@ -32,6 +32,7 @@ def run(*args: str | Path, stdin: bytes | None = None, **kw) -> subprocess.Compl
     )
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("packed", [False, True])
 def test_standard_input_plain_or_gzip(packed):
     data = json.dumps(tb.document(GOOD)).encode()
@@ -41,6 +42,7 @@ def test_standard_input_plain_or_gzip(packed):
     assert rank["trace"] == "-" and rank["total"]["compute_us"] == 20.0
 
 
+@pytest.mark.cli
 def test_zeros_that_end_a_piped_trace_are_said():
     # Read as a stream (never seeked), a trace cut short and zero-filled, as a crash leaves one:
     # recovered as a cut, the zeros ignored and said, exit 1.
@@ -54,6 +56,7 @@ def test_zeros_that_end_a_piped_trace_are_said():
     assert any("5,000 zero bytes end the trace: ignored (a crash" in w for w in warnings)
 
 
+@pytest.mark.cli
 def test_dev_stdin_and_an_empty_pipe():
     data = json.dumps(tb.document(GOOD)).encode()
     assert run("analyze", "/dev/stdin", stdin=data).returncode == 0
@@ -64,6 +67,7 @@ def test_dev_stdin_and_an_empty_pipe():
     )
 
 
+@pytest.mark.cli
 def test_a_named_pipe_is_read_and_a_silent_one_is_said(tmp_path):
     # The trace is written only once traceview has said it is waiting: no race with its timer.
     fifo = tmp_path / "trace.json"
@@ -80,6 +84,7 @@ def test_a_named_pipe_is_read_and_a_silent_one_is_said(tmp_path):
     assert "rank 0 of 2" in out.decode()
 
 
+@pytest.mark.cli
 def test_a_full_or_closed_stdout_is_one_line(tmp_path):
     path = tb.write(tmp_path / "t.json", tb.document(GOOD))
     with open("/dev/full", "wb") as full:
@@ -95,6 +100,7 @@ def test_a_full_or_closed_stdout_is_one_line(tmp_path):
     assert closed.stderr.decode().strip().startswith("traceview: error: standard output is closed")
 
 
+@pytest.mark.cli
 def test_output_naming_an_input_is_refused_before_any_work(tmp_path):
     path = tb.write(tmp_path / "rank0.json", tb.document(GOOD))
     before = path.read_bytes()
@@ -106,6 +112,7 @@ def test_output_naming_an_input_is_refused_before_any_work(tmp_path):
     assert path.read_bytes() == before
 
 
+@pytest.mark.cli
 def test_output_onto_a_sweep_index_or_into_a_store_is_refused(tmp_path):
     import shutil
 
@@ -130,6 +137,7 @@ def test_output_onto_a_sweep_index_or_into_a_store_is_refused(tmp_path):
     assert traceview("compare", sweep).code == 0 and traceview("compare", store).code == 0
 
 
+@pytest.mark.cli
 def test_output_keeps_the_mode_and_follows_a_symlink(tmp_path):
     path = tb.write(tmp_path / "t.json", tb.document(GOOD))
     out = tmp_path / "report.csv"
@@ -173,6 +181,7 @@ def test_an_internal_error_is_one_line_with_its_own_exit_code(tmp_path, monkeypa
     assert capsys.readouterr().err.startswith("traceview: internal error: RuntimeError")
 
 
+@pytest.mark.cli
 def test_a_huge_step_range_is_not_materialised(tmp_path):
     path = tb.write(tmp_path / "t.json", tb.document(GOOD))
     result = traceview("analyze", path, "--steps", "0-100000000000000000000000", "--format", "json")
@@ -181,6 +190,7 @@ def test_a_huge_step_range_is_not_materialised(tmp_path):
     assert [s["step"] for s in rank["steps"]] == [1]
 
 
+@pytest.mark.cli
 def test_a_path_with_a_newline_is_still_one_line(tmp_path):
     result = traceview("analyze", tmp_path / "two\nlines.json")
     assert result.code == 2
@@ -195,12 +205,14 @@ def test_a_path_with_a_newline_is_still_one_line(tmp_path):
         ("a{99999999}", "Compiled regex exceeds size limit of 10485760 bytes"),
     ],
 )
+@pytest.mark.cli
 def test_an_invalid_pattern_names_the_regex_error(pattern, reason):
     result = traceview("analyze", "x.json", "--comm-pattern", pattern)
     assert result.code == 2 and result.err.count("\n") == 1
     assert f"invalid regular expression {pattern!r}: {reason} (see" in result.err
 
 
+@pytest.mark.cli
 def test_max_event_mb_bounds_one_event(tmp_path):
     # Longer than two of the 4 MB reads: a stretch without a boundary the reader would hold.
     huge = tb.cpu_op("x" * (9 << 20), 1, 1)
@@ -210,6 +222,7 @@ def test_max_event_mb_bounds_one_event(tmp_path):
     assert traceview("analyze", path, "--max-event-mb", "16").code == 0
 
 
+@pytest.mark.cli
 def test_dashboard_port_out_of_range_or_in_use(tmp_path):
     bad = traceview("dashboard", tmp_path, "--port", "99999999")
     assert bad.code == 2 and "not a port number (1 to 65535): 99999999" in bad.err
@@ -224,6 +237,7 @@ def test_dashboard_port_out_of_range_or_in_use(tmp_path):
     assert f"cannot serve on 127.0.0.1:{port} (Address already in use)" in taken.err
 
 
+@pytest.mark.cli
 def test_process_substitution(tmp_path):
     path = tb.write(tmp_path / "t.json.gz", tb.document(GOOD))
     done = subprocess.run(

@@ -156,7 +156,7 @@ def _full_page(page, shot: Path) -> None:
     assert shot.stat().st_size > 10_000
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_every_page_at_laptop_widths(server):
     url, log = server
     assert "traceview dashboard on http://127.0.0.1:" in log.read_text()
@@ -176,7 +176,7 @@ def test_every_page_at_laptop_widths(server):
         browser.close()
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_the_report_draws_every_chart_offline(tmp_path):
     from tests.cli.run_cli import traceview
 
@@ -209,7 +209,7 @@ def test_the_report_draws_every_chart_offline(tmp_path):
         browser.close()
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_an_uploaded_trace_gets_the_run_pages(server):
     url, log = server
     trace = ROOT / "sample_traces" / "cpu_sweep" / "ddp-dp2" / "rank1.pt.trace.json.gz"
@@ -233,7 +233,7 @@ def test_an_uploaded_trace_gets_the_run_pages(server):
             browser.close()
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_the_dashboard_opens_on_a_good_run_and_says_which_failed(tmp_path):
     # A run whose traces are broken, with more of them than the good run: never opened on.
     root = tmp_path / "runs"

@@ -15,6 +15,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests import tracebuild as tb
 
+pytestmark = pytest.mark.dashboard  # every page, run by Streamlit's AppTest
+
 ROOT = Path(__file__).parents[2]
 PAGES = ROOT / "traceview" / "dashboard" / "views"
 SWEEP = ROOT / "sample_traces"
@@ -311,6 +313,7 @@ def test_a_bug_is_a_message_not_a_traceback(monkeypatch, tmp_path):
     )
 
 
+@pytest.mark.cli
 def test_the_pages_read_a_trace_store(monkeypatch, tmp_path):
     from tests.cli.run_cli import traceview
 

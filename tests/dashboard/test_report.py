@@ -17,6 +17,7 @@ ROOT = Path(__file__).parents[2]
 SWEEP = ROOT / "sample_traces" / "cpu_sweep"
 
 
+@pytest.mark.cli
 def test_report_is_a_self_contained_document(tmp_path):
     out = tmp_path / "report.html"
     result = traceview("report", SWEEP, "--output", out)
@@ -64,11 +65,13 @@ def unpacked(html: str, script: str) -> str:
     return gzip.decompress(base64.b64decode(found.group(1))).decode("utf-8")
 
 
+@pytest.mark.cli
 def test_report_needs_an_output_file():
     result = traceview("report", SWEEP)
     assert result.code == 2 and "report needs --output FILE.html" in result.err
 
 
+@pytest.mark.cli
 def test_report_carries_the_caveats_of_noisy_runs(tmp_path):
     import shutil
 
@@ -85,6 +88,7 @@ def test_report_carries_the_caveats_of_noisy_runs(tmp_path):
     assert html.count("noisy: step times vary 6.0") == 1 and "noisy: step times vary" in summary
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("missing", ["altair", "vl_convert"])
 def test_report_without_the_dashboard_extra_names_it_in_one_line(tmp_path, missing):
     code = (
@@ -102,6 +106,7 @@ def test_report_without_the_dashboard_extra_names_it_in_one_line(tmp_path, missi
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("hard", [True, False])
 def test_report_under_an_address_space_limit(tmp_path, hard):
     # V8 reserves tens of GB of address space as it starts: under a hard limit the report is
@@ -149,6 +154,7 @@ def test_the_charting_scripts_are_made_once_and_a_damaged_copy_again(tmp_path, m
     assert htmlpage.packed_charting_script() == made
 
 
+@pytest.mark.cli
 def test_the_report_says_where_the_ranks_collectives_do_not_line_up(tmp_path):
     from tests.analysis.test_desync import everyone, job
 
@@ -165,6 +171,7 @@ def test_the_report_says_where_the_ranks_collectives_do_not_line_up(tmp_path):
     assert "the ranks&#x27; collectives do not line up" in findings
 
 
+@pytest.mark.cli
 def test_the_report_draws_the_critical_path_of_a_job_of_ranks(tmp_path):
     from tests.analysis.test_critical_path import late_backward
 
@@ -181,6 +188,7 @@ def test_the_report_draws_the_critical_path_of_a_job_of_ranks(tmp_path):
     assert "The slowest step, 1 (0.600 ms" in section and section.count('class="chart"') == 2
 
 
+@pytest.mark.cli
 def test_a_report_of_two_runs_says_where_the_step_went_between_them(tmp_path):
     from tests.analysis.test_diff import run
 

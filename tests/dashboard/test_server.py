@@ -52,7 +52,7 @@ def _healthy(port: int) -> bool:
         return False
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
 def test_stopping_the_dashboard_stops_its_server(tmp_path, stop):
     port = _free_port()
@@ -97,7 +97,7 @@ def _listening(port: int) -> set[str]:
     return found
 
 
-@pytest.mark.slow
+@pytest.mark.browser
 def test_streamlit_run_as_documented_binds_localhost_and_sends_no_statistics(tmp_path):
     port = _free_port()
     log = tmp_path / "streamlit.log"

@@ -56,6 +56,7 @@ def test_the_published_schema_is_what_the_structs_generate(command):
         ("diff", [SWEEP / "ddp-dp2", SWEEP / "ddp-dp4"]),
     ],
 )
+@pytest.mark.cli
 def test_every_commands_output_validates_against_its_schema(command, inputs):
     result = traceview(command, *inputs, "--format", "json")
     assert result.code == 0, result.err
@@ -63,6 +64,7 @@ def test_every_commands_output_validates_against_its_schema(command, inputs):
     assert doc["command"] == command and doc["schema_version"] == SCHEMA_VERSION
 
 
+@pytest.mark.cli
 def test_a_lossy_input_and_a_failed_one_validate_too(tmp_path):
     good = tb.write(tmp_path / "rank0.json", tb.document(tb.gpu_example()))
     (tmp_path / "rank1.json").write_text('{"traceEvents": [{"ph": "X", "ts": 1}, {]}')
@@ -74,6 +76,7 @@ def test_a_lossy_input_and_a_failed_one_validate_too(tmp_path):
     assert any(n["severity"] == "lossy" for r in doc["ranks"] for n in r["notes"])
 
 
+@pytest.mark.cli
 def test_a_document_of_another_version_or_command_does_not_validate():
     result = traceview("ranks", SWEEP / "ddp-dp2", "--format", "json")
     doc = json.loads(result.out)

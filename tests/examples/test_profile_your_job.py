@@ -13,7 +13,7 @@ import pytest
 from tests.cli.run_cli import traceview
 
 pytest.importorskip("torch")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.torchrun
 SCRIPT = Path(__file__).parents[2] / "examples" / "profile_your_job.py"
 
 

@@ -28,6 +28,7 @@ def one_line(done: subprocess.CompletedProcess[str], prefix: str, fragment: str)
     assert lines[0].startswith(prefix) and fragment in lines[0], lines[0]
 
 
+@pytest.mark.torchrun
 @pytest.mark.parametrize("module", ["instrumented_train", "instrumented_train.sweep"])
 def test_force_never_writes_through_an_incoming_link_to_another_run(tmp_path, module):
     # RUN.incoming a link to another run: clearing it out would delete that run's files.
@@ -60,10 +61,12 @@ def test_force_never_writes_through_an_incoming_link_to_another_run(tmp_path, mo
         (["--baseline-steps", "1"], "--baseline-steps must be at least 2"),
     ],
 )
+@pytest.mark.torchrun
 def test_bad_flags(args, fragment):
     one_line(run(*args), "instrumented_train: error: ", fragment)
 
 
+@pytest.mark.torchrun
 def test_an_existing_run_folder_is_kept_unless_forced(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
@@ -72,6 +75,7 @@ def test_an_existing_run_folder_is_kept_unless_forced(tmp_path):
     assert (out / "run.json").read_text() == "{}"
 
 
+@pytest.mark.torchrun
 def test_force_never_replaces_a_folder_holding_other_files(tmp_path):
     (tmp_path / "run.json").write_text("{}")
     (tmp_path / "thesis.tex").write_text("precious")
@@ -84,6 +88,7 @@ def test_force_never_replaces_a_folder_holding_other_files(tmp_path):
     assert (tmp_path / "thesis.tex").read_text() == "precious"
 
 
+@pytest.mark.torchrun
 def test_force_never_replaces_the_folder_it_runs_in(tmp_path):
     run_folder = tmp_path / "run"
     run_folder.mkdir()
@@ -103,6 +108,7 @@ def test_force_never_replaces_the_folder_it_runs_in(tmp_path):
     assert (run_folder / "run.json").read_text() == "{}"
 
 
+@pytest.mark.torchrun
 def test_a_sweep_is_never_replaced_from_inside_it(tmp_path):
     (tmp_path / "index.json").write_text('{"runs": []}')
     done = subprocess.run(
@@ -114,6 +120,7 @@ def test_a_sweep_is_never_replaced_from_inside_it(tmp_path):
     assert (tmp_path / "index.json").read_text() == '{"runs": []}'
 
 
+@pytest.mark.torchrun
 def test_force_never_writes_through_an_incoming_folder_holding_other_files(tmp_path):
     out, incoming = tmp_path / "run", tmp_path / "run.incoming"
     out.mkdir()
@@ -137,10 +144,12 @@ def test_force_never_writes_through_an_incoming_folder_holding_other_files(tmp_p
         (["--seed", "-1"], "--seed must be at least 0"),
     ],
 )
+@pytest.mark.torchrun
 def test_absurd_values_are_refused(args, fragment):
     one_line(run(*args), "instrumented_train: error: ", fragment)
 
 
+@pytest.mark.torchrun
 def test_an_unwritable_out_is_refused_before_any_process_group(tmp_path):
     (tmp_path / "file.txt").write_text("x")
     done = run("--out", str(tmp_path / "file.txt" / "run"))
@@ -152,10 +161,12 @@ def test_an_unwritable_out_is_refused_before_any_process_group(tmp_path):
     )
 
 
+@pytest.mark.torchrun
 def test_outside_torchrun_says_how_to_start():
     one_line(run(), "instrumented_train: error: ", "start with torchrun")
 
 
+@pytest.mark.torchrun
 def test_cuda_requested_without_a_gpu(tmp_path):
     pytest.importorskip("torch")
     import torch
@@ -211,6 +222,7 @@ def test_a_strategy_the_installed_torch_cannot_do():
         (["--strategies", "zero2", "--", "--bucket-cap-mb", "4"], "are sweep options"),
     ],
 )
+@pytest.mark.torchrun
 def test_sweep_refuses_before_launching(tmp_path, args, fragment):
     out = tmp_path / "sweep"
     one_line(
@@ -219,6 +231,7 @@ def test_sweep_refuses_before_launching(tmp_path, args, fragment):
     assert not out.exists()
 
 
+@pytest.mark.torchrun
 def test_sweep_keeps_an_existing_sweep_unless_forced(tmp_path):
     (tmp_path / "index.json").write_text(json.dumps({"runs": []}))
     done = run("--out", str(tmp_path), module="instrumented_train.sweep")

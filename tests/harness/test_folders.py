@@ -15,7 +15,7 @@ import pytest
 from tests.cli.run_cli import traceview
 from tests.harness.conftest import SMALL
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.torchrun
 
 
 def torchrun(out: Path, *extra: str, nproc: int = 2) -> subprocess.Popen[str]:

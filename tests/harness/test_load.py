@@ -36,6 +36,7 @@ def test_contention_is_ranks_times_threads_plus_the_load_over_the_cores(
     assert MachineLoad(cores, load).contended(ranks, threads) is contended
 
 
+@pytest.mark.torchrun
 def test_a_process_the_sweep_does_not_wait_for_is_other_work():
     # A busy loop on one core, not yet waited for, is another process's load; once waited
     # for (as the sweep waits for a run's torchrun) its time is the sweep's own.

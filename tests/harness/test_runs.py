@@ -11,7 +11,7 @@ from tests.harness.conftest import ACTIVE_STEPS
 from traceview import analyze_trace
 from traceview.parse.run_record import RECORD_VERSION, read_run_record
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.torchrun
 N = 2
 # The tiny preset at seq_len 32, by hand: token embedding 8192×128, positions 32×128, 4 blocks
 # of (2 LayerNorms 2×256, qkv 128×384+384, proj 128×128+128, MLP 128×512+512 and 512×128+128

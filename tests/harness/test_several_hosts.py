@@ -15,6 +15,8 @@ from tests.cli.run_cli import traceview as cli
 from tests.harness.conftest import SMALL
 from tests.harness.hosts import hosts_or_skip, start, stop
 
+pytestmark = pytest.mark.torchrun  # its hosts and their processes, for every test
+
 pytest.importorskip("torch")
 
 
@@ -60,6 +62,7 @@ def test_each_host_writes_its_rank_and_rank_0_the_run_record(two_host_job):
     assert record["run_id"].startswith("two-hosts/")
 
 
+@pytest.mark.torchrun
 def test_each_host_s_folder_named_together_is_the_job(two_host_job):
     (first, second), _ = two_host_job
     (job,) = traceview.load_runs([first, second]).jobs
@@ -85,6 +88,7 @@ def test_the_store_both_hosts_wrote_holds_the_whole_job(two_host_job):
     assert [job.report.host_of(r) for r in job.ranks] == ["host0", "host1"]
 
 
+@pytest.mark.torchrun
 def test_one_host_s_folder_alone_is_rank_0_and_says_the_others_are_elsewhere(two_host_job):
     (first, _), _ = two_host_job
     job = traceview.load(first)

@@ -14,7 +14,7 @@ import pytest
 from tests.cli.run_cli import traceview
 from tests.harness.conftest import SMALL, sweep
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.torchrun
 
 
 def _ranks(run) -> list[dict]:

@@ -24,7 +24,7 @@ def run_job(out: Path, cap_mb: str) -> Path:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.torchrun
 @pytest.mark.parametrize("cap_mb", ["1", "0.5"])
 def test_a_tail_of_one_embedding_gradient_is_not_told_to_lower_the_cap(tmp_path, cap_mb):
     folder = run_job(tmp_path / "job", cap_mb)

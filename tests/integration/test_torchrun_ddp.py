@@ -32,7 +32,7 @@ def run_dir(tmp_path_factory):
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.torchrun
 def test_analyze_the_run_folder(run_dir):
     job = json.loads((run_dir / "job.json").read_text())
     result = traceview("analyze", "--format", "json", run_dir)
@@ -59,7 +59,7 @@ def test_analyze_the_run_folder(run_dir):
             )
 
 
-@pytest.mark.slow
+@pytest.mark.torchrun
 def test_duplicate_rank_in_the_run_folder_is_refused(run_dir, tmp_path):
     for name in ("rank0.json.gz", "rank1.json.gz"):
         shutil.copy(run_dir / name, tmp_path / name)

@@ -46,7 +46,7 @@ def analyzed(path: Path, *more: str) -> dict:
     return json.loads(result.out)
 
 
-@pytest.mark.slow
+@pytest.mark.torchrun
 def test_every_cycle_of_a_rank_is_one_rank(cycles):
     traces = sorted(cycles.iterdir())
     assert len(traces) == 8  # 2 ranks × 4 cycles
@@ -73,7 +73,7 @@ def test_every_cycle_of_a_rank_is_one_rank(cycles):
         )
 
 
-@pytest.mark.slow
+@pytest.mark.torchrun
 def test_steps_choose_a_cycle_and_a_missing_step_is_refused(cycles):
     doc = analyzed(cycles, "--steps", "8-11")
     assert [s["step"] for s in doc["ranks"][0]["steps"]] == [8, 9, 10, 11]
@@ -85,7 +85,7 @@ def test_steps_choose_a_cycle_and_a_missing_step_is_refused(cycles):
     )
 
 
-@pytest.mark.slow
+@pytest.mark.torchrun
 def test_a_store_refuses_cycles_saying_what_reads_them(cycles, tmp_path):
     result = traceview("ingest", cycles, "--store", tmp_path / "store")
     assert result.code == 2
@@ -93,7 +93,7 @@ def test_a_store_refuses_cycles_saying_what_reads_them(cycles, tmp_path):
     assert "analyze the folder itself" in result.err
 
 
-@pytest.mark.slow
+@pytest.mark.torchrun
 def test_one_folder_per_rank_is_one_job(tmp_path):
     folder = run_job(tmp_path / "traces", 2, 14, "per-rank")
     assert sorted(p.name for p in folder.iterdir()) == ["rank0", "rank1"]

@@ -40,6 +40,7 @@ def test_runs_are_listed_from_their_records_alone():
     assert zero3.samples_per_s > 0 and zero3.problem is None
 
 
+@pytest.mark.cli
 def test_load_gives_the_totals_the_cli_prints():
     job = traceview.load(SWEEP / "ddp-dp2")
     printed = json.loads(cli("analyze", SWEEP / "ddp-dp2", "--format", "json").out)
@@ -73,6 +74,7 @@ def test_intervals_left_out_of_a_load_are_read_when_first_asked_for(tmp_path):
     assert job.intervals.equals(kept)
 
 
+@pytest.mark.cli
 def test_intervals_of_a_stream_cannot_be_read_again():
     data = json.dumps(tb.document(tb.gpu_example())).encode()
     script = (
@@ -96,6 +98,7 @@ def test_many_runs_are_loaded_together_and_one_run_is_asked_for_by_name():
         traceview.load(SWEEP)
 
 
+@pytest.mark.cli
 def test_the_run_record_is_read_only_when_a_figure_needs_it(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(SWEEP / "ddp-dp1", run)
@@ -112,6 +115,7 @@ def test_the_run_record_is_read_only_when_a_figure_needs_it(tmp_path):
     "args",
     [("compare", SAMPLES), ("analyze", SWEEP), ("collectives", SAMPLES), ("ranks", SWEEP)],
 )
+@pytest.mark.cli
 def test_every_command_takes_a_folder_of_runs(args):
     result = cli(*args, "--format", "json")
     assert result.code == 0, result.err
@@ -122,6 +126,7 @@ def test_every_command_takes_a_folder_of_runs(args):
         assert len(doc["ranks"]) == 28  # 4 strategies × (1 + 2 + 4) traces
 
 
+@pytest.mark.cli
 def test_a_report_of_every_sample_run(tmp_path):
     out = tmp_path / "report.html"
     result = cli("report", SAMPLES, "-o", out)
@@ -129,6 +134,7 @@ def test_a_report_of_every_sample_run(tmp_path):
     assert out.stat().st_size > 10_000 and "zero3" in out.read_text()
 
 
+@pytest.mark.cli
 def test_a_script_without_a_main_guard_runs_once(tmp_path):
     # Worker processes must not run the user's script again (spawn imports the main module).
     script = tmp_path / "notebook_cell.py"
@@ -145,6 +151,7 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path):
     assert done.stdout == "started\n4 ranks\n"
 
 
+@pytest.mark.cli
 def test_the_readme_python_example_runs(tmp_path):
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Python API") :]

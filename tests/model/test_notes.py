@@ -57,6 +57,7 @@ def test_without_likely_names_the_longest_kernels_are_offered(tmp_path):
     assert note.message.endswith("(longest-running kernels: my_fused_kernel (0.050 ms))")
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("fmt", ["table", "json", "csv"])
 def test_the_caveat_is_in_every_format(tmp_path, fmt):
     result = traceview("analyze", expert_parallel(tmp_path), "--format", fmt)
@@ -71,6 +72,7 @@ def test_the_caveat_is_in_every_format(tmp_path, fmt):
         assert "caveat: world size 64 but no communication was found" in result.out
 
 
+@pytest.mark.cli
 def test_device_work_of_an_unmodelled_accelerator_is_said_in_every_format(tmp_path):
     # An MTIA-style trace: CPU ops, and on-device events in mtia_ccp_events (3 of them, 2 named
     # like an HCCL collective): analysed as CPU-only, but never in silence.

@@ -58,6 +58,7 @@ def cgroup():
         group.rmdir()
 
 
+@pytest.mark.cli
 def test_the_bound_is_the_process_s_own_cgroup_limit(cgroup):
     done = cgroup(sys.executable, "-c",
                   "from traceview.parse.budget import machine_memory; print(machine_memory())")  # fmt: skip

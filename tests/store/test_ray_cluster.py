@@ -88,6 +88,7 @@ def _analyzed(path: Path) -> dict:
     return doc["ranks"]
 
 
+@pytest.mark.ray
 def test_traces_on_a_worker_s_own_disk_are_ingested_there(cluster):
     hosts, root, _, _ = cluster
     store = root / "store"
@@ -101,6 +102,7 @@ def test_traces_on_a_worker_s_own_disk_are_ingested_there(cluster):
     assert _analyzed(store) == _analyzed(here)
 
 
+@pytest.mark.ray
 def test_a_job_whose_ranks_are_on_both_hosts_disks_is_ingested_whole_from_either(cluster):
     # The harness's layout on two hosts: the same folder on each, a rank in each (the run
     # record on rank 0's): the command runs on host0, which holds rank 0.
@@ -114,6 +116,7 @@ def test_a_job_whose_ranks_are_on_both_hosts_disks_is_ingested_whole_from_either
     assert _analyzed(store) == _analyzed(SWEEP / "ddp-dp2")
 
 
+@pytest.mark.ray
 def test_a_worker_killed_mid_ingest_leaves_the_store_whole_and_a_rerun_completes_it(cluster):
     hosts, root, _, _ = cluster
     store = root / "killed"
@@ -140,6 +143,7 @@ def test_a_worker_killed_mid_ingest_leaves_the_store_whole_and_a_rerun_completes
     assert _analyzed(store) == _analyzed(here)
 
 
+@pytest.mark.ray
 def test_what_a_node_refuses_is_bad_input_not_lost_input(cluster):
     hosts, root, local, head_at = cluster
     (hosts[1].disk / "empty").mkdir()  # on host1's disk: a folder without traces

@@ -22,6 +22,7 @@ def _partitions(tmp_path):
     return sorted((store / "job=ddp-dp4").glob("rank=*"))
 
 
+@pytest.mark.cli
 def test_a_stored_jobs_work_is_read_together_when_first_asked_for(tmp_path):
     folders = _partitions(tmp_path)
     job = traceview_api.load(folders[0].parents[1], job="ddp-dp4")
@@ -30,6 +31,7 @@ def test_a_stored_jobs_work_is_read_together_when_first_asked_for(tmp_path):
     assert job.work.equals(alone) and sorted(job.work["rank"].unique()) == [0, 1, 2, 3]
 
 
+@pytest.mark.cli
 def test_read_together_is_read_alone(tmp_path):
     folders = _partitions(tmp_path)
     together = read_partitions(folders, Options())
@@ -46,6 +48,7 @@ def test_read_together_is_read_alone(tmp_path):
         assert report.total == alone.total
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("damage", ["cut", "other columns"])
 def test_a_damaged_table_fails_its_rank_alone(tmp_path, damage):
     folders = _partitions(tmp_path)

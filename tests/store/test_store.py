@@ -47,6 +47,7 @@ def store(tmp_path_factory) -> Path:
     return where
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("command", ["analyze", "collectives", "ranks"])
 def test_a_job_in_the_store_gives_the_numbers_of_its_traces(store, command):
     from_store = _json(command, store, "--job", "ddp-dp2")
@@ -54,15 +55,18 @@ def test_a_job_in_the_store_gives_the_numbers_of_its_traces(store, command):
     assert _paths_out(from_store) == _paths_out(from_traces)
 
 
+@pytest.mark.cli
 def test_compare_on_the_store_is_compare_on_the_sweep(store):
     assert _paths_out(_json("compare", store)) == _paths_out(_json("compare", SWEEP))
 
 
+@pytest.mark.cli
 def test_a_job_folder_of_the_store_is_a_run(store):
     direct = _json("analyze", store / "job=zero3-dp4")
     assert _paths_out(direct) == _paths_out(_json("analyze", SWEEP / "zero3-dp4"))
 
 
+@pytest.mark.cli
 def test_export_and_report_read_the_store(store, tmp_path):
     a, b = tmp_path / "store.json", tmp_path / "traces.json"
     assert traceview("export", store, "--job", "ddp-dp4", "-o", a).code == 0
@@ -79,6 +83,7 @@ def test_export_and_report_read_the_store(store, tmp_path):
     assert "zero3" in report.read_text()
 
 
+@pytest.mark.cli
 def test_real_nccl_traces_give_the_same_numbers_from_the_store(tmp_path):
     store = tmp_path / "S"
     done = traceview("ingest", NCCL_PAIR, *LONE, "--store", store)
@@ -98,6 +103,7 @@ def test_real_nccl_traces_give_the_same_numbers_from_the_store(tmp_path):
         assert stored == {k: v for k, v in expected.items() if k != "job"}
 
 
+@pytest.mark.cli
 def test_unchanged_traces_are_not_parsed_again_and_a_changed_one_replaces_its_partition(tmp_path):
     run = tmp_path / "ddp-dp2"
     shutil.copytree(SWEEP / "ddp-dp2", run)
@@ -121,6 +127,7 @@ def test_unchanged_traces_are_not_parsed_again_and_a_changed_one_replaces_its_pa
     assert leftovers == [".writer.lock"]  # kept: removing a lock file would race its next user
 
 
+@pytest.mark.cli
 def test_the_layout_is_hive_partitioned_parquet(store):
     steps = pl.scan_parquet(store / "job=*" / "rank=*" / "steps.parquet", hive_partitioning=True)
     table = steps.filter(pl.col("job") == "ddp-dp4").collect()
@@ -140,6 +147,7 @@ def test_the_layout_is_hive_partitioned_parquet(store):
     ).read_bytes()
 
 
+@pytest.mark.cli
 def test_the_documented_duckdb_query_runs_on_the_store(store):
     duckdb = pytest.importorskip("duckdb")
     page = (ROOT / "docs" / "store.md").read_text()
@@ -161,6 +169,7 @@ def test_the_documented_duckdb_query_runs_on_the_store(store):
         assert abs(got[key] - ns) <= 5_000, key  # the query rounds to 0.01 ms
 
 
+@pytest.mark.ray
 def test_ingest_through_a_real_local_ray_runtime(store, tmp_path):
     pytest.importorskip("ray")
     with_ray = tmp_path / "S"
@@ -190,6 +199,7 @@ def test_ingest_through_a_real_local_ray_runtime(store, tmp_path):
         (("ingest", SWEEP / "ddp-dp2", "--store", "{tmp}/U", "--job", "a/b"), "job name 'a/b'"),
     ],
 )
+@pytest.mark.cli
 def test_bad_requests_get_one_line(store, tmp_path, args, fragment):
     done = traceview(*(str(a).format(store=store, tmp=tmp_path) for a in args))
     assert done.code == 2
@@ -197,6 +207,7 @@ def test_bad_requests_get_one_line(store, tmp_path, args, fragment):
     assert "Traceback" not in done.err
 
 
+@pytest.mark.cli
 def test_a_newer_store_is_refused(tmp_path):
     store = tmp_path / "S"
     assert traceview("ingest", SWEEP / "ddp-dp1", "--store", store).code == 0
@@ -205,6 +216,7 @@ def test_a_newer_store_is_refused(tmp_path):
     assert done.code == 2 and "store_version 99 is newer" in done.err
 
 
+@pytest.mark.cli
 def test_a_partition_an_older_traceview_wrote_is_made_again(tmp_path):
     store = tmp_path / "S"
     assert traceview("ingest", SWEEP / "ddp-dp1", "--store", store).code == 0
@@ -223,7 +235,7 @@ def test_a_partition_an_older_traceview_wrote_is_made_again(tmp_path):
     assert _paths_out(_json("analyze", store)) == _paths_out(_json("analyze", SWEEP / "ddp-dp1"))
 
 
-@pytest.mark.slow
+@pytest.mark.torchrun
 def test_the_harness_stores_each_rank_as_it_writes_it(tmp_path):
     pytest.importorskip("torch")
     from tests.harness.test_folders import torchrun
@@ -271,6 +283,7 @@ def test_a_stored_jobs_intervals_are_read_when_first_asked_for(store):
     assert kept.height > 0 and job.intervals.equals(kept)
 
 
+@pytest.mark.cli
 def test_a_job_whose_record_is_gone_says_so(tmp_path):
     # job.json deleted together with a rank's folder: what the job lacks cannot be told, and
     # reading it says so (was: exit 0, one rank read as the whole job).
@@ -286,6 +299,7 @@ def test_a_job_whose_record_is_gone_says_so(tmp_path):
     )
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("table", ["steps", "calls", "work"])
 def test_a_stored_table_changed_by_one_byte_is_named_not_read(tmp_path, table):
     # Each table's size and hash are recorded at ingest and checked on every read: one byte

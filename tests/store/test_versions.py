@@ -42,6 +42,7 @@ def _background(*args: str | Path) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.cli
 def test_a_commit_waits_for_a_reader_and_a_reader_for_a_commit(tmp_path):
     store = tmp_path / "S"
     _ingest(VERSION_A, store)
@@ -109,6 +110,7 @@ def _summary(store: Path, rank: int) -> Path:
     return store / "job=J" / f"rank={rank}" / "summary.json"
 
 
+@pytest.mark.cli
 def test_a_changed_summary_is_named_and_ingest_again_repairs_it(tmp_path):
     store = tmp_path / "S"
     _ingest(VERSION_A, store)
@@ -125,6 +127,7 @@ def test_a_changed_summary_is_named_and_ingest_again_repairs_it(tmp_path):
     assert run_cli("analyze", store).code == 0
 
 
+@pytest.mark.cli
 def test_a_commit_stopped_before_or_after_its_moves_leaves_each_partition_readable(tmp_path):
     # Two stores of the same job, one per copy of its traces: a commit of the second over the
     # first, stopped after its first record (accepting both summaries), with none, or one, of
@@ -147,6 +150,7 @@ def test_a_commit_stopped_before_or_after_its_moves_leaves_each_partition_readab
     ]
 
 
+@pytest.mark.cli
 def test_what_a_load_left_out_is_not_read_from_a_later_ingest(tmp_path):
     store = tmp_path / "S"
     _ingest(VERSION_A, store)

@@ -30,6 +30,7 @@ def _ingest(*args: str | Path) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.cli
 def test_two_ingests_at_once_lose_no_partition(tmp_path):
     store = tmp_path / "S"
     both = [_ingest(SWEEP, "--store", store, "--jobs", "1") for _ in range(2)]
@@ -44,6 +45,7 @@ def test_two_ingests_at_once_lose_no_partition(tmp_path):
     assert _paths_out(json.loads(done.out)) == _paths_out(_json("compare", SWEEP))
 
 
+@pytest.mark.cli
 def test_a_writer_waits_for_the_one_holding_the_store_and_says_so(tmp_path):
     store = tmp_path / "S"
     assert traceview("ingest", SWEEP / "ddp-dp1", "--store", store).code == 0
@@ -68,6 +70,7 @@ def _stored(tmp_path: Path, run: str = "ddp-dp2") -> Path:
     return store
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("damage", ["folder", "summary"])
 def test_a_rank_missing_from_a_stored_job_is_said_in_every_output(tmp_path, damage):
     store = _stored(tmp_path)
@@ -95,6 +98,7 @@ def test_a_rank_missing_from_a_stored_job_is_said_in_every_output(tmp_path, dama
     assert traceview("analyze", store).code == 0
 
 
+@pytest.mark.cli
 def test_a_trace_that_could_not_be_stored_is_said_when_the_job_is_read(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(SWEEP / "ddp-dp2", run)
@@ -108,6 +112,7 @@ def test_a_trace_that_could_not_be_stored_is_said_when_the_job_is_read(tmp_path)
     assert "rank1.pt.trace.json.gz: invalid JSON" in read.err
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("damage", ["deleted", "cut", "flipped"])
 def test_ingest_again_repairs_a_damaged_table(tmp_path, damage):
     store = _stored(tmp_path)
@@ -136,6 +141,7 @@ def _snapshot(store: Path) -> dict[str, bytes]:
     return {str(p.relative_to(store)): p.read_bytes() for p in store.rglob("*") if p.is_file()}
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("what", ["unchanged", "new"])
 def test_a_read_only_store_is_one_line_and_left_as_it_was(tmp_path, what):
     store = _stored(tmp_path)
@@ -152,6 +158,7 @@ def test_a_read_only_store_is_one_line_and_left_as_it_was(tmp_path, what):
     assert _snapshot(store) == before
 
 
+@pytest.mark.cli
 def test_a_full_disk_is_one_line_and_leaves_the_store_as_it_was(tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
@@ -172,6 +179,7 @@ def test_a_full_disk_is_one_line_and_leaves_the_store_as_it_was(tmp_path):
     assert after == before and hidden == [".writer.lock"]
 
 
+@pytest.mark.cli
 def test_ingest_reports_lost_input_and_files_that_are_no_traces_as_analyze_does(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(SWEEP / "ddp-dp2", run)
@@ -230,15 +238,18 @@ def _killed_once_then_finished(tmp_path: Path, engine_args: list[str], looks_lik
     assert _paths_out(_json("analyze", store)) == _paths_out(_json("analyze", runs))
 
 
+@pytest.mark.cli
 def test_a_killed_local_worker_fails_its_trace_alone(tmp_path):
     _killed_once_then_finished(tmp_path, ["--jobs", "2"], "multiprocessing.spawn")
 
 
+@pytest.mark.ray
 def test_a_killed_ray_worker_fails_its_trace_alone(tmp_path):
     pytest.importorskip("ray")
     _killed_once_then_finished(tmp_path, ["--engine", "ray"], "ray::ingest_traces")
 
 
+@pytest.mark.cli
 @pytest.mark.parametrize("command", ["analyze", "ingest"])
 def test_workers_die_with_a_killed_command(tmp_path, command):
     runs = _four_ranks(tmp_path)
@@ -258,6 +269,7 @@ def test_workers_die_with_a_killed_command(tmp_path, command):
     assert left == [], [procs.command_line(p) for p in left]
 
 
+@pytest.mark.cli
 def test_ranks_never_ingested_are_said_with_how_to_add_them(tmp_path):
     # One host's folder of a two-host run (its run record names both ranks) ingested alone.
     here = tmp_path / "ddp-dp2"
