@@ -46,7 +46,8 @@ _ACCELERATOR_KERNELS = "kernel"
 def fold(written: str) -> str:
     """One of Kineto's category names, as written, folded onto CATEGORY. Folded in Python, once
     per distinct name: a trace writes a handful, and a polars query for them cost a small
-    trace's reading a few milliseconds of set-up (docs/performance.md, "Changes and trials")."""
+    trace's reading a few milliseconds of set-up (CHANGELOG.md, "Speed work before the
+    changelog")."""
     lower = written.lower()
     if lower in _CATEGORY_OF:
         return _CATEGORY_OF[lower]

@@ -167,7 +167,7 @@ def _category_match(dtype: pl.Categorical, pattern: str, column: str) -> pl.Expr
 # The categories made last (their name, namespace and the ids asked for) -> them, their text and
 # the id they start at: the dozen patterns a model asks of one trace match the same categories,
 # made and read as text once, and each pattern then costs one match and one filter (it had
-# cost six polars calls: docs/performance.md, "Changes and trials").
+# cost six polars calls: CHANGELOG.md, "Speed work before the changelog").
 _MADE: dict[tuple[str, str, int, int], tuple[pl.Series, pl.Series, int]] = {}
 
 

@@ -1,0 +1,128 @@
+"""The tracked figures: a few ratios measured side by side on this machine, written as JSON, and
+checked against the limits in benchmarks/tracked.json (`--check`: exit 1 past any). CI runs it.
+
+    .venv/bin/python benchmarks/track.py --check           # about a minute
+    .venv/bin/python benchmarks/track.py --peers --check   # + the lead over HTA (venv made once)
+
+Each figure is a ratio of CPU seconds (user + system) of two commands run in turn on the same
+machine, or of peak RSS to the file's size, so a slower or busier machine moves both sides: a
+change to traceview moves only one. The reference for a trace's analysis is the same file's
+plain JSON decode by msgspec, after its imports (the floor any reader of the text pays); for the
+fixed cost, a process that imports traceview's libraries (polars, numpy, msgspec) and stops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_analyze import (
+    DEFAULT_SOURCES,
+    MB,
+    ONE_STEP,
+    ROOT,
+    Run,
+    built,
+    hta_cmd,
+    hta_python,
+    measure_once,
+    measure_pair,
+    traceview_cmd,
+)
+
+LIMITS = Path(__file__).parent / "tracked.json"
+SIZES_MB = (58, 263)
+_IMPORTS = [sys.executable, "-c", "import msgspec, numpy, polars"]
+_DECODE = """
+import sys, time, msgspec
+from pathlib import Path
+data = Path(sys.argv[1]).read_bytes()
+start = time.process_time()
+msgspec.json.decode(data)
+print(time.process_time() - start)
+"""
+
+
+def _reference_cpu_s(path: Path, repeat: int) -> float:
+    """The median CPU seconds of msgspec's plain decode of the file (in a process of its own,
+    its imports and its read left out)."""
+    runs = sorted(
+        float(subprocess.check_output([sys.executable, "-c", _DECODE, str(path)], text=True))
+        for _ in range(repeat)
+    )
+    return runs[len(runs) // 2]
+
+
+def measured(work: Path, repeat: int, peers: bool, sizes: tuple[int, ...]) -> dict[str, float]:
+    source = next(p for p in DEFAULT_SOURCES if p.exists())
+    figures: dict[str, float] = {}
+    one_step, imports = measure_pair(traceview_cmd(ONE_STEP), _IMPORTS, repeat)
+    figures["fixed_cost_per_imports"] = one_step.cpu_s / imports.cpu_s
+    for mb in sizes:
+        trace = built(source, work / f"track_{mb}MB.json", int(mb * MB))
+        size_mb = trace.stat().st_size / MB
+        runs: list[Run] = []
+        references: list[float] = []
+        for _ in range(repeat):  # in turn: the machine's drift falls on both
+            runs.append(measure_once(traceview_cmd(trace)))
+            references.append(_reference_cpu_s(trace, 1))
+        run = sorted(runs, key=lambda r: r.cpu_s)[len(runs) // 2]
+        reference = sorted(references)[len(references) // 2]
+        figures[f"analyze_{mb}mb_cpu_per_decode"] = run.cpu_s / reference
+        figures[f"analyze_{mb}mb_rss_per_size"] = run.peak_rss_mb / size_mb
+        figures[f"analyze_{mb}mb_mb_per_cpu_s"] = size_mb / run.cpu_s  # said, not checked
+        if peers:
+            hta = hta_python(work / "hta-venv")
+            ours, theirs = measure_pair(traceview_cmd(trace), hta_cmd(hta, trace, work), repeat)
+            figures[f"hta_cpu_per_traceview_{mb}mb"] = theirs.cpu_s / ours.cpu_s
+    return figures
+
+
+def checked(figures: dict[str, float], limits: dict[str, dict[str, float]]) -> list[str]:
+    """What is past its limit, one line each (a figure not measured is not checked)."""
+    past = []
+    for name, limit in limits.items():
+        value = figures.get(name)
+        if value is None:
+            continue
+        if "max" in limit and value > limit["max"]:
+            past.append(f"{name} = {value:.3f}, over its limit {limit['max']}")
+        if "min" in limit and value < limit["min"]:
+            past.append(f"{name} = {value:.3f}, under its limit {limit['min']}")
+    return past
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--work", type=Path, default=ROOT / "bench_out" / "track")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--peers", action="store_true", help="the lead over HTA too")
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, SIZES_MB)), help="trace sizes in MB (default: 58,263)"
+    )
+    parser.add_argument("--check", action="store_true", help="exit 1 past any limit")
+    parser.add_argument("--out", type=Path, help="the figures' JSON (default: WORK/tracked.json)")
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    sizes = tuple(int(mb) for mb in args.sizes.split(",") if mb)
+    figures = measured(args.work, args.repeat, args.peers, sizes)
+    limits = json.loads(LIMITS.read_text())["limits"]
+    past = checked(figures, limits)
+    doc = {"figures": figures, "limits": limits, "past": past}
+    out = args.out or args.work / "tracked.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2) + "\n")
+    for name, value in figures.items():
+        print(f"{name}: {value:.3f}")
+    for line in past:
+        print(f"track: {line}", file=sys.stderr)
+    print(f"track: figures in {out}", file=sys.stderr)
+    return 1 if args.check and past else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
