@@ -138,7 +138,7 @@ def many_rank_store(ranks: int, mb: float) -> Path:
     if store.exists() and _store_version(store) < STORE_VERSION:  # an older traceview's: made anew
         shutil.rmtree(store)
     if not store.exists():
-        job = synthesize(out / f"traces-{ranks}", ranks, mb)
+        job = synthesize(out / f"traces-{ranks}", ranks, mb, one_step=False)
         partial = store.with_name(store.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         command = [sys.executable, "-m", "traceview", "ingest", str(job), "--store", str(partial)]
