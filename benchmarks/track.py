@@ -5,10 +5,11 @@ checked against the limits in benchmarks/tracked.json (`--check`: exit 1 past an
     .venv/bin/python benchmarks/track.py --peers --check   # + the lead over HTA (venv made once)
 
 Each figure is a ratio of CPU seconds (user + system) of two commands run in turn on the same
-machine, or of peak RSS to the file's size, so a slower or busier machine moves both sides: a
-change to traceview moves only one. The reference for a trace's analysis is the same file's
-plain JSON decode by msgspec, after its imports (the floor any reader of the text pays); for the
-fixed cost, a process that imports traceview's libraries (polars, numpy, msgspec) and stops.
+machine (each side's least of `--repeat` runs), or of peak RSS to the file's size, so a slower
+or busier machine moves both sides: a change to traceview moves only one. The reference for a
+trace's analysis is the same file's plain JSON decode by msgspec, after its imports (the floor
+any reader of the text pays); for the fixed cost, a process that imports traceview's libraries
+(polars, numpy, msgspec) and stops.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ from bench_analyze import (
     hta_cmd,
     hta_python,
     measure_once,
-    measure_pair,
     traceview_cmd,
 )
 
@@ -47,20 +47,26 @@ print(time.process_time() - start)
 """
 
 
-def _reference_cpu_s(path: Path, repeat: int) -> float:
-    """The median CPU seconds of msgspec's plain decode of the file (in a process of its own,
-    its imports and its read left out)."""
-    runs = sorted(
-        float(subprocess.check_output([sys.executable, "-c", _DECODE, str(path)], text=True))
-        for _ in range(repeat)
-    )
-    return runs[len(runs) // 2]
+def _reference_cpu_s(path: Path) -> float:
+    """The CPU seconds of msgspec's plain decode of the file (in a process of its own, its
+    imports and its read left out)."""
+    return float(subprocess.check_output([sys.executable, "-c", _DECODE, str(path)], text=True))
+
+
+def _least_pair(a: list[str], b: list[str], repeat: int) -> tuple[Run, Run]:
+    """Two commands run in turn `repeat` times: each one's run of least CPU time (the one the
+    machine's other work disturbed least; a median still moved 30 % under load)."""
+    runs: tuple[list[Run], list[Run]] = ([], [])
+    for _ in range(repeat):
+        runs[0].append(measure_once(a))
+        runs[1].append(measure_once(b))
+    return min(runs[0], key=lambda r: r.cpu_s), min(runs[1], key=lambda r: r.cpu_s)
 
 
 def measured(work: Path, repeat: int, peers: bool, sizes: tuple[int, ...]) -> dict[str, float]:
     source = next(p for p in DEFAULT_SOURCES if p.exists())
     figures: dict[str, float] = {}
-    one_step, imports = measure_pair(traceview_cmd(ONE_STEP), _IMPORTS, repeat)
+    one_step, imports = _least_pair(traceview_cmd(ONE_STEP), _IMPORTS, repeat)
     figures["fixed_cost_per_imports"] = one_step.cpu_s / imports.cpu_s
     for mb in sizes:
         trace = built(source, work / f"track_{mb}MB.json", int(mb * MB))
@@ -69,15 +75,14 @@ def measured(work: Path, repeat: int, peers: bool, sizes: tuple[int, ...]) -> di
         references: list[float] = []
         for _ in range(repeat):  # in turn: the machine's drift falls on both
             runs.append(measure_once(traceview_cmd(trace)))
-            references.append(_reference_cpu_s(trace, 1))
-        run = sorted(runs, key=lambda r: r.cpu_s)[len(runs) // 2]
-        reference = sorted(references)[len(references) // 2]
+            references.append(_reference_cpu_s(trace))
+        run, reference = min(runs, key=lambda r: r.cpu_s), min(references)
         figures[f"analyze_{mb}mb_cpu_per_decode"] = run.cpu_s / reference
         figures[f"analyze_{mb}mb_rss_per_size"] = run.peak_rss_mb / size_mb
         figures[f"analyze_{mb}mb_mb_per_cpu_s"] = size_mb / run.cpu_s  # said, not checked
         if peers:
             hta = hta_python(work / "hta-venv")
-            ours, theirs = measure_pair(traceview_cmd(trace), hta_cmd(hta, trace, work), repeat)
+            ours, theirs = _least_pair(traceview_cmd(trace), hta_cmd(hta, trace, work), repeat)
             figures[f"hta_cpu_per_traceview_{mb}mb"] = theirs.cpu_s / ours.cpu_s
     return figures
 
@@ -99,7 +104,7 @@ def checked(figures: dict[str, float], limits: dict[str, dict[str, float]]) -> l
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=ROOT / "bench_out" / "track")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--peers", action="store_true", help="the lead over HTA too")
     parser.add_argument(
         "--sizes", default=",".join(map(str, SIZES_MB)), help="trace sizes in MB (default: 58,263)"
