@@ -29,3 +29,13 @@ def traceview(
         env={**os.environ, **env} if env else None,
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def traceview_started(*args: str | Path) -> subprocess.Popen[str]:
+    """`traceview` started as users start it, not waited for (its output piped)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "traceview", *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )

@@ -16,6 +16,7 @@ import pytest
 
 import traceview
 from tests.cli.run_cli import traceview as run_cli
+from tests.cli.run_cli import traceview_started
 from tests.store.test_store import SWEEP
 from traceview.errors import TraceviewError
 from traceview.store import lock
@@ -33,22 +34,13 @@ def _said(job: traceview.Job) -> dict[int | None, tuple[str, object, object]]:
     return {r.rank: (str(r.trace), r.total, r.steps) for r in job.ranks}
 
 
-def _background(*args: str | Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "traceview", *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 @pytest.mark.cli
 def test_a_commit_waits_for_a_reader_and_a_reader_for_a_commit(tmp_path):
     store = tmp_path / "S"
     _ingest(VERSION_A, store)
     before = _said(traceview.load(store / "job=J"))
     with lock.reading([store]):  # a reader, mid-read
-        writer = _background("ingest", VERSION_B, "--store", store, "--job", "J")
+        writer = traceview_started("ingest", VERSION_B, "--store", store, "--job", "J")
         time.sleep(6)  # long enough to parse both traces and reach the commit
         assert writer.poll() is None, writer.communicate()
         assert _said(traceview.load(store / "job=J")) == before  # nothing replaced meanwhile
@@ -63,7 +55,7 @@ def test_a_commit_waits_for_a_reader_and_a_reader_for_a_commit(tmp_path):
         fcntl.flock(held, fcntl.LOCK_EX)
         aside = store / "job=J" / ".rank=1.old-test"
         (store / "job=J" / "rank=1").rename(aside)
-        reader = _background("analyze", store, "--format", "json")
+        reader = traceview_started("analyze", store, "--format", "json")
         time.sleep(4)
         assert reader.poll() is None, reader.communicate()
         aside.rename(store / "job=J" / "rank=1")

@@ -17,17 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests import procs
-from tests.cli.run_cli import traceview
+from tests.cli.run_cli import traceview, traceview_started
 from tests.store.test_store import SWEEP, _json, _paths_out
 
 
 def _ingest(*args: str | Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "traceview", "ingest", *map(str, args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return traceview_started("ingest", *args)
 
 
 @pytest.mark.cli

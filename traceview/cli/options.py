@@ -124,18 +124,27 @@ def check_steps(steps: StepSelection | None, jobs: Sequence[Job], option: str = 
         return
     for job in jobs:
         have = sorted({s.step for r in job.ranks for s in r.steps})
-        lacking = [
-            str(lo) if lo == hi else f"{lo}-{hi}"
-            for lo, hi in steps.ranges
-            if not any(lo <= step <= hi for step in have)
-        ]
-        if lacking:
-            there = f"steps {number_runs(have)}" if have else "no profiler steps"
-            which = "step" if len(lacking) == 1 and "-" not in lacking[0] else "steps"
-            raise TraceviewError(
-                f"no {which} {', '.join(lacking)} in {job.name} ({there}): name steps it has, "
-                f"e.g. {option} {have[0] if have else 0}"
-            )
+        refuse_lacking(steps.ranges, have, job.name, "step", option, "no profiler steps")
+
+
+def refuse_lacking(
+    ranges: Sequence[tuple[int, int]], have: list[int], name: str, what: str, option: str,
+    none: str,
+) -> None:  # fmt: skip
+    """Ranges (`option`, of `what`s) of which `name` has none (`have`: what it has, sorted;
+    `none`: how to say it has none) are refused, naming what it has."""
+    lacking = [
+        str(lo) if lo == hi else f"{lo}-{hi}"
+        for lo, hi in ranges
+        if not any(lo <= n <= hi for n in have)
+    ]
+    if lacking:
+        there = f"{what}s {number_runs(have)}" if have else none
+        which = what if len(lacking) == 1 and "-" not in lacking[0] else f"{what}s"
+        raise TraceviewError(
+            f"no {which} {', '.join(lacking)} in {name} ({there}): name {what}s it has, "
+            f"e.g. {option} {have[0] if have else 0}"
+        )
 
 
 def positive_int(text: str) -> int:

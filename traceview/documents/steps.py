@@ -11,29 +11,25 @@ import polars as pl
 INT64_MAX = 2**63 - 1
 
 
-class StepSelection(msgspec.Struct, frozen=True):
+class _Numbers(msgspec.Struct, frozen=True):
     ranges: tuple[tuple[int, int], ...]  # inclusive, within int64
 
-    def __contains__(self, step: object) -> bool:
-        return isinstance(step, int) and any(lo <= step <= hi for lo, hi in self.ranges)
+    def __contains__(self, number: object) -> bool:
+        return isinstance(number, int) and any(lo <= number <= hi for lo, hi in self.ranges)
 
     def __str__(self) -> str:
         return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.ranges)
 
+
+class StepSelection(_Numbers, frozen=True):
     def expr(self, column: str) -> pl.Expr:
         """True for rows whose `column` is a selected step."""
         inside = [pl.col(column).is_between(lo, hi) for lo, hi in self.ranges]
         return pl.any_horizontal(inside) if inside else pl.lit(False)
 
 
-class RankSelection(msgspec.Struct, frozen=True):
-    ranges: tuple[tuple[int, int], ...]  # inclusive, within int64
-
-    def __contains__(self, rank: object) -> bool:
-        return isinstance(rank, int) and any(lo <= rank <= hi for lo, hi in self.ranges)
-
-    def __str__(self) -> str:
-        return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in self.ranges)
+class RankSelection(_Numbers, frozen=True):
+    """Which ranks (`--ranks 0,4-7`)."""
 
 
 def parse_steps(text: str) -> StepSelection:

@@ -12,7 +12,6 @@ from traceview.documents.steps import RankSelection
 from traceview.errors import TraceviewError
 from traceview.loader import Job
 from traceview.perfetto import write_annotated
-from traceview.plain import number_runs
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -67,20 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_ranks(ranks: RankSelection | None, job: Job) -> None:
-    """--ranks naming a rank the job lacks (a single rank it does not have, a range holding
-    none of its ranks) is bad input: refused, naming the ranks it has."""
-    if ranks is None:
-        return
-    have = sorted(r.rank for r in job.ranks if r.rank is not None)
-    lacking = [
-        str(lo) if lo == hi else f"{lo}-{hi}"
-        for lo, hi in ranks.ranges
-        if not any(lo <= rank <= hi for rank in have)
-    ]
-    if lacking:
-        there = f"ranks {number_runs(have)}" if have else "no rank numbers"
-        which = "rank" if len(lacking) == 1 and "-" not in lacking[0] else "ranks"
-        raise TraceviewError(
-            f"no {which} {', '.join(lacking)} in {job.name} ({there}): name ranks it has, "
-            f"e.g. --ranks {have[0] if have else 0}"
-        )
+    """--ranks naming a rank the job lacks is bad input: refused, naming the ranks it has."""
+    if ranks is not None:
+        have = sorted(r.rank for r in job.ranks if r.rank is not None)
+        options.refuse_lacking(ranks.ranges, have, job.name, "rank", "--ranks", "no rank numbers")
