@@ -88,7 +88,7 @@ class Received:
         self.bytes += len(payload)
 
 
-def once(folder: Path, browser) -> dict[str, float]:
+def once(folder: Path, browser, pages: dict[str, int] = PAGES) -> dict[str, float]:
     port = _free_port()
     started = time.monotonic()
     server = subprocess.Popen(
@@ -111,7 +111,7 @@ def once(folder: Path, browser) -> dict[str, float]:
         times = {"server up": up}
         sent: dict[str, float] = {}
         rss = 0.0
-        for path, charts in PAGES.items():
+        for path, charts in pages.items():
             begun, before = time.monotonic(), received.bytes
             _drawn(page, f"http://127.0.0.1:{port}/{path}", charts)
             name = path or "scaling"
@@ -127,18 +127,18 @@ def once(folder: Path, browser) -> dict[str, float]:
         server.wait(timeout=30)
 
 
-def many_rank_store(ranks: int, mb: float) -> Path:
+def many_rank_store(ranks: int, mb: float, one_step: bool = False) -> Path:
     """bench_out/dashboard/store-<ranks>x<mb>MB: a store of one job of `ranks` tiled NCCL rank
-    traces (made once, kept)."""
+    traces, or of the one-step excerpt as it is (store-<ranks>x-one-step; made once, kept)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_store import synthesize
 
     out = ROOT / "bench_out" / "dashboard"
-    store = out / f"store-{ranks}x{mb:g}MB"
+    store = out / (f"store-{ranks}x-one-step" if one_step else f"store-{ranks}x{mb:g}MB")
     if store.exists() and _store_version(store) < STORE_VERSION:  # an older traceview's: made anew
         shutil.rmtree(store)
     if not store.exists():
-        job = synthesize(out / f"traces-{ranks}", ranks, mb, one_step=False)
+        job = synthesize(out / f"traces-{ranks}", ranks, mb, one_step=one_step)
         partial = store.with_name(store.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         command = [sys.executable, "-m", "traceview", "ingest", str(job), "--store", str(partial)]

@@ -38,8 +38,8 @@ def _copy(to: Path) -> Path:
 
 def _check(tree: Path, work: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(tree / "benchmarks" / "track.py"), "--check", "--sizes", "58",
-         "--repeat", "5", "--work", str(work)],
+        [sys.executable, str(tree / "benchmarks" / "track.py"), "--check", "--figures", "analyze",
+         "--sizes", "58", "--repeat", "5", "--work", str(work)],
         capture_output=True, text=True, timeout=600, cwd=tree,
         env={**os.environ, "PYTHONPATH": str(tree)},
     )  # fmt: skip
