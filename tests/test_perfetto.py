@@ -114,7 +114,7 @@ def test_labels_taken_row_for_row_are_the_ones_a_join_finds(monkeypatch):
 
 def test_the_threads_are_named_as_the_dashboard_names_its_lanes():
     # A real Gloo rank: its training thread and Gloo workers, by those names in both places.
-    from traceview.dashboard.lanes import timeline_frame
+    from traceview.presentation.lanes import timeline_frame
 
     run = Path(__file__).parents[1] / "sample_traces" / "cpu_sweep" / "ddp-dp2"
     job = traceview.load(run, keep_intervals=True)

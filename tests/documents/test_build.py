@@ -13,7 +13,7 @@ from traceview.documents import build
 from traceview.documents import structs as d
 
 TRACES = Path(__file__).parents[1] / "fixtures" / "traces"
-BREAKDOWN_FIELDS = set(d.Breakdown.__struct_fields__)
+BREAKDOWN_FIELDS = set(d.BreakdownJson.__struct_fields__)
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,7 @@ def test_plain_batches_take_the_compiled_path(parser_path):
     if parser_path == "compiled":
         assert kinds == {"ScannedBatch"}  # the last event too: none goes the pure-Python way
     else:
-        assert kinds == {"Batch"}
+        assert kinds == {"DecodedBatch"}
 
 
 def _event(**fields) -> str:

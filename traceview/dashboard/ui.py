@@ -10,11 +10,12 @@ import polars as pl
 import streamlit as st
 
 from traceview import Job, TraceviewError
-from traceview.dashboard import data, overview
-from traceview.dashboard.frames import rank_label, readable
+from traceview.dashboard import data
 from traceview.dashboard.upload import UPLOADS
 from traceview.errors import A_BUG, one_line
 from traceview.plain import counted
+from traceview.presentation import overview
+from traceview.presentation.frames import rank_label, readable
 
 T = TypeVar("T")
 

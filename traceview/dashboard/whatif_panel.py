@@ -9,8 +9,8 @@ import polars as pl
 import streamlit as st
 
 from traceview import Runs
-from traceview.dashboard.charts import FULL_WIDTH, AnyChart
 from traceview.plain import UNKNOWN
+from traceview.presentation.charts import FULL_WIDTH, AnyChart
 
 DEGREES = [2**k for k in range(11)]  # 1 … 1,024
 MB = 1e6

@@ -40,10 +40,10 @@ def _keep(steps: StepSelection | None) -> Callable[[int], bool] | None:
     return None if steps is None else steps.__contains__
 
 
-def breakdown(b: Breakdown) -> d.Breakdown:
+def breakdown(b: Breakdown) -> d.BreakdownJson:
     """A window's figures as documents carry them: those of a step row (_step_row)."""
     row = _step_row(b, None, before_first_step=False, partial=False)
-    return d.Breakdown(**{f: getattr(row, f) for f in d.Breakdown.__struct_fields__})
+    return d.BreakdownJson(**{f: getattr(row, f) for f in d.BreakdownJson.__struct_fields__})
 
 
 def _step_row(
@@ -80,8 +80,8 @@ def errors(runs: Runs) -> list[d.Error]:
     return [d.Error(path=str(f.path), message=f.message, lost=f.lost) for f in runs.failures]
 
 
-def finding(f: Finding) -> d.Finding:
-    return d.Finding(rule=f.rule, job=f.job, what=f.what, action=f.action, numbers=f.numbers)
+def finding(f: Finding) -> d.FindingJson:
+    return d.FindingJson(rule=f.rule, job=f.job, what=f.what, action=f.action, numbers=f.numbers)
 
 
 # -- analyze -------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def rank(r: RankReport, job_name: str, steps: StepSelection | None) -> d.Rank:
         mode=r.mode,  # type: ignore[arg-type]
         size_bytes=r.size_bytes,
         truncated=r.truncated,
-        notes=[d.Note(severity=n.severity, message=n.message) for n in r.notes],
+        notes=[d.NoteJson(severity=n.severity, message=n.message) for n in r.notes],
         total=breakdown(r.total) if r.total else None,
         steps=step_rows(r, steps),
         collectives=[
@@ -218,7 +218,7 @@ def job_calls(job: Job, steps: StepSelection | None) -> d.JobCalls:
                 step=e.step,
                 exposed_us=float(e.exposed_ns) / 1000,
                 calls=[
-                    d.ExposedCall(
+                    d.ExposedCallJson(
                         index=c.index,
                         collective=c.collective,
                         label=c.label,
@@ -232,7 +232,7 @@ def job_calls(job: Job, steps: StepSelection | None) -> d.JobCalls:
         ],
         bucket_params=buckets,
         backward_tails=[
-            d.BackwardTail(rank=r.rank, step=t.step, tail_us=float(t.tail_ns) / 1000)
+            d.BackwardTailJson(rank=r.rank, step=t.step, tail_us=float(t.tail_ns) / 1000)
             for r in job.ranks
             for t in r.backward_tails
             if steps is None or t.step in steps
@@ -251,7 +251,7 @@ def _link(job: Job, calls: pl.DataFrame) -> dict[str, Any]:
         return {"no_link_reason": why}
     rows = against_peak(calls, link)
     return {
-        "link": d.Link(name=link.name, peak_gbps=link.gbps, scope=link.scope, basis=link.basis),
+        "link": d.LinkJson(name=link.name, peak_gbps=link.gbps, scope=link.scope, basis=link.basis),
         "against_peak": msgspec.convert(rows.to_dicts(), list[d.AgainstPeak]),
     }
 
@@ -317,7 +317,7 @@ def job_ranks(job: Job) -> d.JobRanks:
         straggler=cross.straggler if cross else None,
         per_rank=[alignment(a, hosts.get(a.rank)) for a in (cross.ranks if cross else ())],
         step_skew=[
-            d.StepSkew(
+            d.StepSkewJson(
                 step=s.step,
                 shortest_us=float(s.shortest_ns) / 1000,
                 longest_us=float(s.longest_ns) / 1000,
@@ -331,15 +331,15 @@ def job_ranks(job: Job) -> d.JobRanks:
     )
 
 
-def desync(found: Desync | None) -> d.Desync | None:
+def desync(found: Desync | None) -> d.DesyncJson | None:
     if found is None:
         return None
-    return d.Desync(
+    return d.DesyncJson(
         groups=found.groups,
         calls=found.calls,
         keyed_by=found.keyed_by,
         signs=[
-            d.DesyncSign(
+            d.DesyncSignJson(
                 kind=s.kind,
                 pg=s.pg,
                 rank=s.rank,
@@ -369,7 +369,7 @@ def stragglers(rec: Recurrence | None) -> d.Stragglers | None:
         ranks_waited_for=rec.distinct,
         chance=rec.chance,
         per_step=[
-            d.StepStraggler(
+            d.StepStragglerJson(
                 step=s.step,
                 collectives=s.collectives,
                 wait_share=s.wait_share,

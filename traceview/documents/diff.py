@@ -9,15 +9,15 @@ from traceview.documents.steps import StepSelection
 from traceview.loader import Runs
 
 
-def change(c: Change) -> d.Change:
-    return d.Change(
+def change(c: Change) -> d.ChangeJson:
+    return d.ChangeJson(
         what=c.what, before=c.before, after=c.after, change=c.change, change_pct=c.change_pct,
         noise=c.noise, within_noise=c.within_noise,
     )  # fmt: skip
 
 
-def calls_change(c: CallsChange) -> d.CallsChange:
-    return d.CallsChange(
+def calls_change(c: CallsChange) -> d.CallsChangeJson:
+    return d.CallsChangeJson(
         name=c.name,
         calls=change(c.calls),
         megabytes=change(c.megabytes),

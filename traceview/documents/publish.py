@@ -10,7 +10,7 @@ import msgspec
 
 from traceview.documents import structs as d
 from traceview.documents.path_structs import CriticalPathDocument
-from traceview.documents.structs import SCHEMA_VERSION, Document
+from traceview.documents.structs import SCHEMA_VERSION, WRITES_SUFFIX, Document
 
 # Every command's document, by the command's name: what docs/schema publishes.
 DOCUMENTS: dict[str, type[Document]] = {
@@ -37,10 +37,35 @@ def json_schema(command: str) -> dict[str, Any]:
     top["properties"]["schema_version"] = {"const": SCHEMA_VERSION}
     top["properties"]["command"] = {"const": command}
     top["required"] = sorted({*top["required"], "command"})
-    schema = json.loads(json.dumps(schema))  # as a file holds it (a default of () is [])
+    schema = _published_names(json.loads(json.dumps(schema)))  # a default of () is []
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"urn:traceview:schema:{command}:v{SCHEMA_VERSION}",
         "title": f"traceview {command} --format json (schema version {SCHEMA_VERSION})",
         **schema,
     }
+
+
+def _published_names(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with each definition named as the document calls it: `Breakdown`, not the
+    struct's `BreakdownJson` (a suffix that tells it from the analysis class in Python only)."""
+    renamed = {
+        n: n.removesuffix(WRITES_SUFFIX) for n in schema["$defs"] if n.endswith(WRITES_SUFFIX)
+    }
+
+    def named(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: named(v) for k, v in node.items()}
+            ref = out.get("$ref", "")
+            if ref.startswith("#/$defs/") and ref[8:] in renamed:
+                out["$ref"] = "#/$defs/" + renamed[ref[8:]]
+            if out.get("title") in renamed:
+                out["title"] = renamed[out["title"]]
+            return out
+        if isinstance(node, list):
+            return [named(v) for v in node]
+        return node
+
+    schema = named(schema)
+    schema["$defs"] = {renamed.get(k, k): v for k, v in schema["$defs"].items()}
+    return schema

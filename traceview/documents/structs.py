@@ -4,6 +4,10 @@ these by scripts/schemas.py). Times are in µs, sizes in bytes, bandwidths in GB
 
 Within one SCHEMA_VERSION keys are only ever added; removing a key or changing its meaning
 raises the version (tests/documents/test_schemas.py holds each released version's schema).
+
+A struct that writes an analysis class of the same meaning (in µs where it is in ns) is named
+after it with `Json` added (`BreakdownJson` writes `analysis.Breakdown`); the schema names its
+definition without the suffix (documents/publish.py).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from traceview.analysis.prediction import CheckedPrediction
 from traceview.analysis.scaling import ScalingRow
 
 SCHEMA_VERSION = 1
+WRITES_SUFFIX = "Json"  # BreakdownJson: how a document writes an analysis.Breakdown
 
 Us = Annotated[float, msgspec.Meta(description="microseconds")]
 Struct = msgspec.Struct
@@ -38,7 +43,7 @@ class Error(Struct, kw_only=True):
     lost: bool
 
 
-class Finding(Struct, kw_only=True):
+class FindingJson(Struct, kw_only=True):
     """What to change, in words, with the numbers it rests on (docs/findings.md)."""
 
     rule: str
@@ -48,7 +53,7 @@ class Finding(Struct, kw_only=True):
     numbers: dict[str, float | int | str]
 
 
-class Note(Struct, kw_only=True):
+class NoteJson(Struct, kw_only=True):
     """`lossy`: input was dropped; `caveat`: a figure may mislead; `info`."""
 
     severity: Literal["info", "lossy", "caveat"]
@@ -58,7 +63,7 @@ class Note(Struct, kw_only=True):
 # -- analyze -------------------------------------------------------------------------------
 
 
-class Breakdown(Struct, kw_only=True):
+class BreakdownJson(Struct, kw_only=True):
     """One window's time by what ran (docs/metrics.md); null where the trace cannot tell (no
     communication recorded)."""
 
@@ -72,7 +77,7 @@ class Breakdown(Struct, kw_only=True):
     overlap_pct: float | None
 
 
-class StepRow(Breakdown, kw_only=True):
+class StepRow(BreakdownJson, kw_only=True):
     """A profiler step, or (before_first_step) the work launched before the first one."""
 
     step: int | None
@@ -100,8 +105,8 @@ class Rank(Struct, kw_only=True):
     mode: Literal["gpu", "cpu"]
     size_bytes: int
     truncated: bool
-    notes: list[Note]
-    total: Breakdown | None  # null when the trace holds no work at all
+    notes: list[NoteJson]
+    total: BreakdownJson | None  # null when the trace holds no work at all
     steps: list[StepRow]
     collectives: list[CollectiveTotal]
 
@@ -125,7 +130,7 @@ class AnalyzeDocument(Document, kw_only=True):
     command: Literal["analyze"] = "analyze"
     ranks: list[Rank]
     jobs: list[JobSpread]
-    findings: list[Finding]
+    findings: list[FindingJson]
     errors: list[Error]
 
 
@@ -175,7 +180,7 @@ class Call(Struct, kw_only=True):
     link_peak_pct: float | None = None
 
 
-class ExposedCall(Struct, kw_only=True):
+class ExposedCallJson(Struct, kw_only=True):
     index: int
     collective: str | None
     label: str | None
@@ -187,10 +192,10 @@ class ExposedStep(Struct, kw_only=True):
     rank: int | None
     step: int | None
     exposed_us: Us  # the union: the calls' exposed shares summed
-    calls: list[ExposedCall]  # most exposed first
+    calls: list[ExposedCallJson]  # most exposed first
 
 
-class BackwardTail(Struct, kw_only=True):
+class BackwardTailJson(Struct, kw_only=True):
     rank: int | None
     step: int
     tail_us: Us
@@ -216,7 +221,7 @@ class Fit(Struct, kw_only=True):
     advice: str
 
 
-class Link(Struct, kw_only=True):
+class LinkJson(Struct, kw_only=True):
     """docs/metrics.md "Against the link's peak": the link a job's collectives ran on."""
 
     name: str  # "NVLink 3", or "given" (--link-gbps)
@@ -238,12 +243,12 @@ class JobCalls(JobHead, kw_only=True):
     calls: list[Call]
     exposed_by_step: list[ExposedStep]
     bucket_params: dict[str, list[str]]  # DDP bucket index -> its parameters (run record)
-    backward_tails: list[BackwardTail]
+    backward_tails: list[BackwardTailJson]
     aligned: bool
     not_aligned_reason: str | None
     fits_on: Literal["transfer", "duration"]
     fits: list[Fit]
-    link: Link | None = None
+    link: LinkJson | None = None
     no_link_reason: str | None = None  # why the link's peak is not known
     against_peak: list[AgainstPeak] = msgspec.field(default_factory=list)
 
@@ -267,7 +272,7 @@ class Alignment(Struct, kw_only=True):
     caused_wait_us: Us = 0.0  # the others' wait at those: what its lateness cost them
 
 
-class StepSkew(Struct, kw_only=True):
+class StepSkewJson(Struct, kw_only=True):
     step: int
     shortest_us: Us
     longest_us: Us
@@ -275,7 +280,7 @@ class StepSkew(Struct, kw_only=True):
     slowest_rank: int  # the rank whose step was longest (not the straggler: see Alignment)
 
 
-class StepStraggler(Struct, kw_only=True):
+class StepStragglerJson(Struct, kw_only=True):
     """docs/metrics.md "Stragglers": the rank the others waited for in one step."""
 
     step: int
@@ -295,10 +300,10 @@ class Stragglers(Struct, kw_only=True):
     steps_with_a_straggler: int
     ranks_waited_for: int  # ranks that are some step's straggler
     chance: float | None  # how likely ranks drawn at random each step would do as `rank` did
-    per_step: list[StepStraggler]
+    per_step: list[StepStragglerJson]
 
 
-class DesyncSign(Struct, kw_only=True):
+class DesyncSignJson(Struct, kw_only=True):
     """docs/metrics.md "Desync": one place the ranks' collectives do not line up."""
 
     kind: Literal["missing", "mismatch", "stops early"]
@@ -314,11 +319,11 @@ class DesyncSign(Struct, kw_only=True):
     trace_goes_on: bool | None  # stops early: whether this rank's trace runs past their call
 
 
-class Desync(Struct, kw_only=True):
+class DesyncJson(Struct, kw_only=True):
     groups: int  # process groups checked
     calls: int  # their collective calls
     keyed_by: str  # "sequence numbers", "steps", "sequence numbers and steps", "-"
-    signs: list[DesyncSign]
+    signs: list[DesyncSignJson]
     unjudged: list[str]  # calls not checked, and why
 
 
@@ -334,9 +339,9 @@ class JobRanks(JobHead, kw_only=True):
     unmatched_calls: int
     straggler: int | None  # the rank whose late arrivals cost the others the most waiting
     per_rank: list[Alignment]
-    step_skew: list[StepSkew]
+    step_skew: list[StepSkewJson]
     stragglers: Stragglers | None = None  # aligned jobs only
-    desync: Desync | None = None  # two or more ranks
+    desync: DesyncJson | None = None  # two or more ranks
 
 
 class RanksDocument(Document, kw_only=True):
@@ -350,7 +355,7 @@ class RanksDocument(Document, kw_only=True):
 class CompareDocument(Document, kw_only=True):
     command: Literal["compare"] = "compare"
     runs: list[ScalingRow]  # docs/metrics.md "Scaling"
-    findings: list[Finding]
+    findings: list[FindingJson]
     errors: list[Error]
     # docs/metrics.md "Predictions checked": measured runs beside the model's prediction for them
     predictions_checked: list[CheckedPrediction] = msgspec.field(default_factory=list)
@@ -359,7 +364,7 @@ class CompareDocument(Document, kw_only=True):
 # -- diff ----------------------------------------------------------------------------------
 
 
-class Change(Struct, kw_only=True):
+class ChangeJson(Struct, kw_only=True):
     """docs/metrics.md "Diff": one figure per rank and step, before (run A) and after (run B)."""
 
     what: str
@@ -371,12 +376,12 @@ class Change(Struct, kw_only=True):
     within_noise: bool | None  # |change| <= noise; None where the runs' spread is unknown
 
 
-class CallsChange(Struct, kw_only=True):
+class CallsChangeJson(Struct, kw_only=True):
     name: str  # a collective type, or a bucket / FSDP module
-    calls: Change
-    megabytes: Change
-    duration_ms: Change
-    exposed_ms: Change
+    calls: ChangeJson
+    megabytes: ChangeJson
+    duration_ms: ChangeJson
+    exposed_ms: ChangeJson
 
 
 class DiffDocument(Document, kw_only=True):
@@ -384,10 +389,10 @@ class DiffDocument(Document, kw_only=True):
     before: str  # run A
     after: str  # run B
     rank_steps: list[int]  # the rank-steps each run's means are over
-    step_ms: Change
-    parts: list[Change]  # compute, exposed communication, idle: they sum to step_ms
-    collectives: list[CallsChange]
-    labels: list[CallsChange]
-    kernels: list[Change]  # the work whose time per rank and step changed most
+    step_ms: ChangeJson
+    parts: list[ChangeJson]  # compute, exposed communication, idle: they sum to step_ms
+    collectives: list[CallsChangeJson]
+    labels: list[CallsChangeJson]
+    kernels: list[ChangeJson]  # the work whose time per rank and step changed most
     caveats: list[str]
     errors: list[Error]

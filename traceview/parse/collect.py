@@ -14,7 +14,7 @@ from traceview.parse.columns import (
     complete_events,
     scanned_events,
 )
-from traceview.parse.events import Batch
+from traceview.parse.events import DecodedBatch
 from traceview.parse.fast import ScannedBatch
 from traceview.parse.readers import INT64_MAX
 from traceview.plain import counted, noun
@@ -47,7 +47,7 @@ class Events:
         self._names_seen = len(names)
         return int(fresh.cast(pl.String).str.len_bytes().sum() or 0)  # (cat.len_bytes: all)
 
-    def add(self, batch: Batch | ScannedBatch) -> None:
+    def add(self, batch: DecodedBatch | ScannedBatch) -> None:
         if self.budget is not None:  # before the batch's rows become frames
             if isinstance(batch, ScannedBatch):
                 rows, names = batch.rows, self._new_name_bytes(batch.names)

@@ -16,7 +16,7 @@ from traceview.parse.events import (
     PRECISE_EVENTS,
     STRICT_EVENT,
     STRICT_PRECISE_EVENT,
-    Batch,
+    DecodedBatch,
     needs_precision,
 )
 
@@ -48,7 +48,7 @@ class BatchDecoder:
         # they were read then depends on what came before (see parse/halves.py).
         self.decoded_unsure = False
 
-    def decode(self, doc: bytes) -> Batch:
+    def decode(self, doc: bytes) -> DecodedBatch:
         """A batch `[...]` of events. msgspec.DecodeError: not valid JSON as a whole."""
         self.decoded_unsure |= not self.precise
         try:
@@ -57,19 +57,19 @@ class BatchDecoder:
             self.result.repaired_events += 1
             return self._decode_utf8(json_text.utf8_replaced(doc))
 
-    def _decode_utf8(self, doc: bytes) -> Batch:
+    def _decode_utf8(self, doc: bytes) -> DecodedBatch:
         try:
             if self.precise:  # this trace's clock needs decimals: each batch decoded once
-                return Batch.of(PRECISE_EVENTS.decode(doc), precise=True)
-            batch = Batch.of(EVENTS.decode(doc))
+                return DecodedBatch.of(PRECISE_EVENTS.decode(doc), precise=True)
+            batch = DecodedBatch.of(EVENTS.decode(doc))
         except (msgspec.ValidationError, RecursionError):
             return self._decode_by_event(doc)
         if needs_precision(batch.complete):
             self.precise = True
-            return Batch.of(PRECISE_EVENTS.decode(doc), precise=True)
+            return DecodedBatch.of(PRECISE_EVENTS.decode(doc), precise=True)
         return batch
 
-    def _decode_by_event(self, doc: bytes) -> Batch:
+    def _decode_by_event(self, doc: bytes) -> DecodedBatch:
         """A field had an unexpected type, or nesting too deep: decode event by event, dropping
         the ones that cannot be read."""
         try:
@@ -101,12 +101,12 @@ class BatchDecoder:
             texts.append(text)
         counted = True  # each event's loss is counted once, by its first decoding
         if not self.precise:
-            batch = Batch.of(self._typed(texts, STRICT_EVENT, LENIENT_EVENT))
+            batch = DecodedBatch.of(self._typed(texts, STRICT_EVENT, LENIENT_EVENT))
             if not needs_precision(batch.complete):
                 return batch
             self.precise, counted = True, False
         precise = self._typed(texts, STRICT_PRECISE_EVENT, LENIENT_PRECISE_EVENT, count=counted)
-        return Batch.of(precise, precise=True)
+        return DecodedBatch.of(precise, precise=True)
 
     def _typed(
         self, texts: list[bytes], strict: Any, lenient: Any, *, count: bool = True

@@ -56,12 +56,12 @@ KNOWN_PHASES = frozenset("XM" + _OTHER_PHASES)
 THREAD_NAME = "thread_name"  # the only metadata events read: threads' names
 
 
-class Batch(msgspec.Struct, frozen=True):
+class DecodedBatch(msgspec.Struct, frozen=True):
     complete: list[CompleteEvent]
     metadata: list[MetadataEvent]  # the thread names (a tiled or long trace may hold 100,000s)
 
     @classmethod
-    def of(cls, events: list[Any], *, precise: bool = False) -> Batch:
+    def of(cls, events: list[Any], *, precise: bool = False) -> DecodedBatch:
         complete = PreciseCompleteEvent if precise else CompleteEvent
         return cls(
             [e for e in events if e.__class__ is complete],

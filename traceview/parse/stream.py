@@ -23,7 +23,7 @@ import msgspec
 from traceview.parse import fast, json_text
 from traceview.parse.decode import BatchDecoder, StreamResult
 from traceview.parse.events import (
-    Batch,
+    DecodedBatch,
 )
 
 # Bytes: what the pure-Python path searches (fast.Readable, less a view of a mapped file, which
@@ -100,7 +100,7 @@ class EventStream:
         """See BatchDecoder.decoded_unsure."""
         return self._decoder.decoded_unsure
 
-    def batches(self) -> Iterator[Batch | fast.ScannedBatch | Pause]:
+    def batches(self) -> Iterator[DecodedBatch | fast.ScannedBatch | Pause]:
         try:
             yield from self._batches()
         except InvalidJSON:
@@ -116,7 +116,7 @@ class EventStream:
                 "read, or the disk failed"
             ) from None
 
-    def _batches(self) -> Iterator[Batch | fast.ScannedBatch | Pause]:
+    def _batches(self) -> Iterator[DecodedBatch | fast.ScannedBatch | Pause]:
         # The bytes not yet cut into batches. Read chunks are appended to one bytearray and each
         # batch's bytes deleted from its front, so its memory is reused; a mapped file's are a
         # view of the file itself, not copied at all.
@@ -228,7 +228,7 @@ class EventStream:
 
     def _last_cut(
         self, buf: fast.Readable, pos: int
-    ) -> tuple[Batch | fast.ScannedBatch, int] | None:
+    ) -> tuple[DecodedBatch | fast.ScannedBatch, int] | None:
         """Decode buf[pos:] up to its last event boundary; return the batch and the next start."""
         if self._scanner is not None:
             scanned = self._scanner.scan(buf, pos, self._decoder.precise)
@@ -243,7 +243,7 @@ class EventStream:
                 self._scanner = None
         return self._decoded_cut(_bytes(buf), pos)
 
-    def _decoded_cut(self, buf: Bytes, pos: int) -> tuple[Batch, int] | None:
+    def _decoded_cut(self, buf: Bytes, pos: int) -> tuple[DecodedBatch, int] | None:
         """_last_cut by the pure-Python path: boundaries found by quote parity, then decoded."""
         hi = len(buf)
         lo = max(pos, self._searched - 16)  # boundaries left of here were tried before
@@ -276,7 +276,7 @@ class EventStream:
 
     # -- the end --------------------------------------------------------------------------
 
-    def _finish(self, buf: Bytes, pos: int) -> Iterator[Batch]:
+    def _finish(self, buf: Bytes, pos: int) -> Iterator[DecodedBatch]:
         """The last event (unless the compiled scanner read it), then the keys after the
         array (object form)."""
         rest = buf[pos:]
@@ -304,7 +304,7 @@ class EventStream:
                 return
         self._cut_short(rest, kept=0)
 
-    def _finish_array(self, rest: Bytes) -> Iterator[Batch]:
+    def _finish_array(self, rest: Bytes) -> Iterator[DecodedBatch]:
         # The Chrome trace format lets the array form omit its closing bracket.
         body = rest.rstrip(json_text.WHITESPACE)
         body = body[:-1] if body.endswith(b"]") else body.rstrip(b",")

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import vl_convert  # noqa: F401 -- altair needs it to inline its scripts in the file
 
-        from traceview.dashboard.static import TIMELINE_RANKS, report_html
+        from traceview.report.page import TIMELINE_RANKS, report_html
     except ImportError as e:
         raise TraceviewError(
             f"report needs the dashboard's charting ({e.name}): pip install 'traceview[dashboard]'"

@@ -167,7 +167,7 @@ def diff(runs: Runs, a: StepSelection | None, b: StepSelection | None) -> str:
     rows: list[dict[str, Any]] = []
     said = "; ".join(doc.caveats) or None
 
-    def add(section: str, name: str, c: d.Change) -> None:
+    def add(section: str, name: str, c: d.ChangeJson) -> None:
         rows.append({"section": section, "name": name, "figure": c.what, "before": c.before,
                      "after": c.after, "change": c.change, "change_pct": c.change_pct,
                      "noise": c.noise, "within_noise": c.within_noise,

@@ -105,7 +105,7 @@ def _spread_cell(key: str, value: float) -> str:
     return f"{value:.1f}" if key == "overlap_pct" else f"{value / 1e3:,.3f}"  # µs -> ms
 
 
-def findings_lines(found: Sequence[d.Finding]) -> list[str]:
+def findings_lines(found: Sequence[d.FindingJson]) -> list[str]:
     """Each finding: what the numbers show, then what to do; or that there is none."""
     if not found:
         return ["", NO_FINDINGS]
@@ -139,7 +139,7 @@ def _rank_table(r: d.Rank) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _step_columns(rows: list[tuple[str, d.Breakdown]]) -> list[list[str]]:
+def _step_columns(rows: list[tuple[str, d.BreakdownJson]]) -> list[list[str]]:
     """The step table's cells, a column at a time: a CPU trace can have 100,000s of steps."""
     breakdowns = [b for _, b in rows]
     columns = [[name for name, _ in rows]]

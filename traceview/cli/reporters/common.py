@@ -9,12 +9,12 @@ from traceview.documents import structs as d
 
 PARTIAL = " (partial)"  # after the step of a trace cut short that may be missing work
 # The breakdown's figures in their order (window_us ... overlap_pct).
-BREAKDOWN = list(d.Breakdown.__struct_fields__)
+BREAKDOWN = list(d.BreakdownJson.__struct_fields__)
 
 
-def rank_rows(r: d.Rank, before: str, partial: str = "") -> list[tuple[str, d.Breakdown]]:
+def rank_rows(r: d.Rank, before: str, partial: str = "") -> list[tuple[str, d.BreakdownJson]]:
     """(label, breakdown) per row of one rank: before the first step, each step, the total."""
-    rows: list[tuple[str, d.Breakdown]] = [
+    rows: list[tuple[str, d.BreakdownJson]] = [
         (before if s.before_first_step else f"{s.step}{partial if s.partial else ''}", s)
         for s in r.steps
     ]

@@ -30,7 +30,7 @@ def straggler_lines(s: d.Stragglers | None) -> list[str]:
 DESYNC_SHOWN = 10  # signs listed; the JSON holds every one
 
 
-def desync_lines(found: d.Desync | None) -> list[str]:
+def desync_lines(found: d.DesyncJson | None) -> list[str]:
     if found is None:
         return []
     lines = [f"  desync: not judged: {why}" for why in found.unjudged]

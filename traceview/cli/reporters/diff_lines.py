@@ -10,7 +10,7 @@ from traceview.plain import UNKNOWN, counted
 SHOWN = 12  # rows per section; the JSON and CSV hold every one
 
 
-def _said(c: d.Change, unit: str) -> list[str]:
+def _said(c: d.ChangeJson, unit: str) -> list[str]:
     pct = "" if c.change_pct is None else f" ({c.change_pct:+.0f}%)"
     judged = {True: "within noise", False: "beyond noise", None: UNKNOWN}[c.within_noise]
     return [

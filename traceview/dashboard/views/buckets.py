@@ -1,9 +1,9 @@
 import polars as pl
 import streamlit as st
 
-from traceview.dashboard import charts, overview, spread
-from traceview.dashboard.frames import calls_frame, link_words
 from traceview.dashboard.ui import pick_ranks, pick_run, table
+from traceview.presentation import charts, overview, spread
+from traceview.presentation.frames import calls_frame, link_words
 
 CALL_COLUMNS = {
     "rank": ("rank", "{:d}"),

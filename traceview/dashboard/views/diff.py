@@ -5,13 +5,14 @@ import polars as pl
 import streamlit as st
 
 from traceview import Job, Runs
-from traceview.dashboard import charts, data
-from traceview.dashboard.charts import FULL_WIDTH
+from traceview.dashboard import data
 from traceview.dashboard.ui import guarded, table
 from traceview.documents import structs as d
 from traceview.documents.diff import diff
 from traceview.documents.steps import parse_steps
 from traceview.plain import UNKNOWN, counted
+from traceview.presentation import charts
+from traceview.presentation.charts import FULL_WIDTH
 
 CHANGE_COLUMNS = {
     "what": ("", None),
@@ -29,7 +30,7 @@ CALLS_COLUMNS = {
 }
 
 
-def changes(items: list[d.Change]) -> pl.DataFrame:
+def changes(items: list[d.ChangeJson]) -> pl.DataFrame:
     judged = {True: "within noise", False: "beyond noise", None: UNKNOWN}
     return pl.DataFrame(
         [{"what": c.what, "before": c.before, "after": c.after, "change": c.change,
@@ -39,7 +40,7 @@ def changes(items: list[d.Change]) -> pl.DataFrame:
     )  # fmt: skip
 
 
-def calls(items: list[d.CallsChange]) -> pl.DataFrame:
+def calls(items: list[d.CallsChangeJson]) -> pl.DataFrame:
     return pl.DataFrame(
         [{"name": c.name, **{f: f"{getattr(c, f).before:,.2f} → {getattr(c, f).after:,.2f}"
                              for f in ("calls", "megabytes", "duration_ms", "exposed_ms")}}

@@ -4,9 +4,9 @@ import polars as pl
 import streamlit as st
 
 import traceview
-from traceview.dashboard import charts, overview
-from traceview.dashboard.frames import memory_frame, rank_label, size_unit
 from traceview.dashboard.ui import pick_run
+from traceview.presentation import charts, overview
+from traceview.presentation.frames import memory_frame, rank_label, size_unit
 
 st.title("Memory")
 picked = pick_run()

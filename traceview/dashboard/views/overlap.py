@@ -1,10 +1,10 @@
 import polars as pl
 import streamlit as st
 
-from traceview.dashboard import charts, critical_path, overview, stragglers
-from traceview.dashboard.desync import desync_words
-from traceview.dashboard.frames import overlap_frame
 from traceview.dashboard.ui import overview_map, pick_ranks, pick_run, table
+from traceview.presentation import charts, critical_path, overview, stragglers
+from traceview.presentation.desync import desync_words
+from traceview.presentation.frames import overlap_frame
 
 OVERLAP_COLUMNS = {
     "rank": ("rank", "{:d}"),

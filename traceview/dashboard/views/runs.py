@@ -3,9 +3,9 @@ from functools import partial
 import streamlit as st
 
 from traceview.dashboard import MAX_UPLOAD_MB, data, upload
-from traceview.dashboard.frames import rank_label
 from traceview.dashboard.ui import caveat_box, guarded, run_caveats, run_names, table
 from traceview.plain import UNKNOWN
+from traceview.presentation.frames import rank_label
 
 RUNS_COLUMNS = {
     "run": ("run", None),

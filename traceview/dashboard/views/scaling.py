@@ -2,8 +2,12 @@ import polars as pl
 import streamlit as st
 
 from traceview import NO_FINDINGS, Runs
-from traceview.dashboard import charts, data
-from traceview.dashboard.frames import (
+from traceview.dashboard import data
+from traceview.dashboard.ui import caveat_box, failed_box, guarded, loaded_run, table
+from traceview.dashboard.whatif_panel import names_of, what_if_panel
+from traceview.documents.words import SCALING_LEGEND
+from traceview.presentation import charts
+from traceview.presentation.frames import (
     CHECKED_NOTE,
     NEEDS_A_RECORD,
     NO_STEPS,
@@ -15,9 +19,6 @@ from traceview.dashboard.frames import (
     scaling_frame,
     withheld_lines,
 )
-from traceview.dashboard.ui import caveat_box, failed_box, guarded, loaded_run, table
-from traceview.dashboard.whatif_panel import names_of, what_if_panel
-from traceview.documents.words import SCALING_LEGEND
 
 st.title("Scaling")
 runs = guarded("Runs", lambda: data.discover_runs(str(data.root())))

@@ -1,8 +1,8 @@
 import streamlit as st
 
-from traceview.dashboard import charts, overview
-from traceview.dashboard.lanes import row_order, timeline_frame
 from traceview.dashboard.ui import guarded, overview_map, pick_ranks, pick_run
+from traceview.presentation import charts, overview
+from traceview.presentation.lanes import row_order, timeline_frame
 
 st.title("Timeline")
 picked = pick_run()

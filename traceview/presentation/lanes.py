@@ -11,9 +11,9 @@ import numpy as np
 import polars as pl
 
 from traceview import Job, overlap_spans
-from traceview.dashboard.frames import rank_words
 from traceview.documents import StepSelection, build
 from traceview.documents.lanes import lane_names
+from traceview.presentation.frames import rank_words
 
 OVERLAP, EXPOSED, COLLECTIVES = "overlap", "exposed comm", "collectives"
 WAITING, TRANSFER, COLLECTIVE = "waiting for peers", "transfer", "collective"

@@ -6,20 +6,20 @@ from __future__ import annotations
 import html
 
 from traceview import Runs, TraceviewError
-from traceview.dashboard.htmlpage import table_html
 from traceview.documents import structs as d
 from traceview.documents.diff import diff
 from traceview.plain import UNKNOWN, counted
+from traceview.report.htmlpage import table_html
 
 ANCHOR = "diff"
 SHOWN = 8  # collectives and buckets; `traceview diff` has every one
 
 
-def _judged(c: d.Change) -> str:
+def _judged(c: d.ChangeJson) -> str:
     return {True: "within noise", False: "beyond noise", None: UNKNOWN}[c.within_noise]
 
 
-def _row(c: d.Change, name: str) -> list[str]:
+def _row(c: d.ChangeJson, name: str) -> list[str]:
     pct = "" if c.change_pct is None else f" ({c.change_pct:+.0f} %)"
     return [html.escape(name), f"{c.before:,.3f}", f"{c.after:,.3f}",
             f"{c.change:+,.3f}{pct}", _judged(c)]  # fmt: skip

@@ -139,7 +139,7 @@ def test_report_under_an_address_space_limit(tmp_path, hard):
 
 
 def test_the_charting_scripts_are_made_once_and_a_damaged_copy_again(tmp_path, monkeypatch):
-    from traceview.dashboard import htmlpage
+    from traceview.report import htmlpage
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     made = htmlpage.packed_charting_script()

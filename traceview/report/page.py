@@ -23,9 +23,11 @@ from traceview import (
     TraceviewError,
     __version__,
 )
-from traceview.dashboard import charts, critical_path, diff_report, overview, spread, stragglers
-from traceview.dashboard.desync import desync_words
-from traceview.dashboard.frames import (
+from traceview.documents.words import SCALING_LEGEND, job_said
+from traceview.plain import GLOSSARY, UNKNOWN, counted
+from traceview.presentation import charts, critical_path, overview, spread, stragglers
+from traceview.presentation.desync import desync_words
+from traceview.presentation.frames import (
     CHECKED_NOTE,
     NEEDS_A_RECORD,
     calls_frame,
@@ -40,10 +42,9 @@ from traceview.dashboard.frames import (
     size_words,
     withheld_lines,
 )
-from traceview.dashboard.htmlpage import html_page, table_html
-from traceview.dashboard.lanes import row_order, timeline_frame
-from traceview.documents.words import SCALING_LEGEND, job_said
-from traceview.plain import GLOSSARY, UNKNOWN, counted
+from traceview.presentation.lanes import row_order, timeline_frame
+from traceview.report import diff_section
+from traceview.report.htmlpage import html_page, table_html
 
 # The ranks whose intervals are kept while parsing, for the timeline: every rank of a job the
 # timeline draws whole; of a larger one the ranks it draws are read again when drawn.
@@ -340,7 +341,7 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
     contents = ['<a href="#summary">Summary</a>', '<a href="#findings">Findings</a>']
     contents += ['<a href="#caveats">Caveats</a>'] if caveats else []
     contents += ['<a href="#scaling">Scaling</a>']
-    contents += [f'<a href="#{diff_report.ANCHOR}">B against A</a>'] if len(runs.jobs) == 2 else []
+    contents += [f'<a href="#{diff_section.ANCHOR}">B against A</a>'] if len(runs.jobs) == 2 else []
     contents += [
         f'<a href="#{_anchor(i)}">{_e(names[j.name])}</a>' for i, j in enumerate(runs.jobs)
     ]
@@ -389,7 +390,7 @@ def report_html(runs: Runs, title: str = "traceview report") -> str:
         if exposed.height:
             doc.chart(charts.exposed_chart(exposed, by_run=True))
     if len(runs.jobs) == 2:  # a before and an after: where the step's time went between them
-        doc.add(diff_report.section(runs, names))
+        doc.add(diff_section.section(runs, names))
     for i, job in enumerate(runs.jobs):
         _run_section(doc, i, job, names[job.name])
     return html_page(title, _STYLE, doc.parts, doc.specs)

@@ -4,7 +4,7 @@ worked out by hand."""
 
 import polars as pl
 
-from traceview.dashboard import overview, spread
+from traceview.presentation import overview, spread
 
 
 def _ranks_by_steps() -> pl.DataFrame:

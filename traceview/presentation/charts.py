@@ -7,8 +7,8 @@ import math
 import altair as alt
 import polars as pl
 
-from traceview.dashboard.frames import rank_words
-from traceview.dashboard.lanes import COLLECTIVE, TRANSFER, WAITING
+from traceview.presentation.frames import rank_words
+from traceview.presentation.lanes import COLLECTIVE, TRANSFER, WAITING
 
 QUEUED = "queued"  # a call launched, not yet started
 

@@ -9,10 +9,10 @@ import altair as alt
 import polars as pl
 
 from traceview import Job
-from traceview.dashboard.charts import FULL_WIDTH, ROW_PX, colors
 from traceview.documents.critical_path import job_path
 from traceview.documents.path_structs import JobPath, StepPath
 from traceview.plain import counted, noun
+from traceview.presentation.charts import FULL_WIDTH, ROW_PX, colors
 
 # The walk reads every rank's intervals: beyond this many ranks the pages leave it to the
 # command (`traceview critical-path`), which reads them a few ranks at a time.

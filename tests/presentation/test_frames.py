@@ -8,8 +8,8 @@ import pytest
 
 import traceview
 from tests import tracebuild as tb
-from traceview.dashboard import frames, lanes
 from traceview.documents.lanes import lane_names
+from traceview.presentation import frames, lanes
 
 
 @pytest.fixture

@@ -3,13 +3,13 @@ consecutive steps drawn as their most frequent straggler."""
 
 from __future__ import annotations
 
-from traceview.dashboard import stragglers
 from traceview.documents import structs as d
+from traceview.presentation import stragglers
 
 
 def of(ranks: list[int | None]) -> d.Stragglers:
     steps = [
-        d.StepStraggler(step=i + 1, collectives=1, wait_share=0.5, rank=r,
+        d.StepStragglerJson(step=i + 1, collectives=1, wait_share=0.5, rank=r,
                         last_at=1 if r is not None else 0, caused_us=100.0 * (i % 3))
         for i, r in enumerate(ranks)
     ]  # fmt: skip

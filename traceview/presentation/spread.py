@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import polars as pl
 
-from traceview.dashboard.charts import (
+from traceview.presentation.charts import (
     COLLECTIVE_COLORS,
     FULL_WIDTH,
     AnyChart,

@@ -13,7 +13,7 @@ import altair as alt
 import polars as pl
 
 from traceview import Job
-from traceview.dashboard.frames import rank_label
+from traceview.presentation.frames import rank_label
 
 SHOWN_AT_ONCE = 4  # a job of more ranks shows an overview, and a few ranks in full
 MAX_CELLS = 8_192  # cells of the overview sent to the browser, whatever the job's size

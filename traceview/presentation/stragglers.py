@@ -9,10 +9,10 @@ import altair as alt
 import polars as pl
 
 from traceview import Job
-from traceview.dashboard.charts import FULL_WIDTH
 from traceview.documents import build
 from traceview.documents import structs as d
 from traceview.documents.words import stragglers_said
+from traceview.presentation.charts import FULL_WIDTH
 
 MAX_POINTS = 2_000  # beyond: runs of consecutive steps, each drawn as its most frequent straggler
 
