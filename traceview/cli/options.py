@@ -33,8 +33,10 @@ from traceview.loader import (
     Job,
     Runs,
     RunSource,
+    Shard,
     load_runs,
     machine_memory,
+    parsed_shard,
     read_paths,
 )
 from traceview.plain import number_runs
@@ -155,6 +157,13 @@ def positive_int(text: str) -> int:
     if not 1 <= value <= 1 << 20:
         raise argparse.ArgumentTypeError(f"out of range (1 to {1 << 20}): {value}")
     return value
+
+
+def shard(text: str) -> Shard:
+    try:
+        return parsed_shard(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def positive_float(text: str) -> float:

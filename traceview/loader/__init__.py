@@ -12,6 +12,9 @@ from traceview.loader.sources import RunSource, find_runs, is_trace_file, read_p
 from traceview.parse.budget import BYTES_PER_EVENT, NAME_COPIES, machine_memory
 from traceview.parse.stream import MAX_EVENT_BYTES
 
+# What `ingest --shard K/N` names (the loader's ingest takes it).
+from traceview.store.shards import Shard, parsed_shard
+
 __all__ = [
     "BYTES_PER_EVENT",
     "MAX_EVENT_BYTES",
@@ -21,12 +24,14 @@ __all__ = [
     "RunSource",
     "RunSummary",
     "Runs",
+    "Shard",
     "analyze_trace",
     "find_runs",
     "is_trace_file",
     "load",
     "load_runs",
     "machine_memory",
+    "parsed_shard",
     "read_paths",
     "summarize",
 ]

@@ -19,7 +19,7 @@ from traceview.errors import Note, TraceviewError
 from traceview.loader.sources import ran_together
 from traceview.parse.run_record import RUN_RECORD
 from traceview.plain import counted, noun, number_runs
-from traceview.store import layout
+from traceview.store import layout, shards
 
 if TYPE_CHECKING:
     from traceview.loader.job import Job
@@ -96,7 +96,10 @@ def said_missing(job: Job) -> Job:
     figure passes for the whole job's."""
     if job.folder is None:
         return job
-    ingested = _ingested(job)
+    record = _record(job)
+    if record is not None and shards.missing(record.shards):
+        return _noted(job, _shards_note(record.shards))  # type: ignore[arg-type]
+    ingested = _ingested(record)
     if ingested is None:  # a trace stored on its own: said of as read on its own, not at all
         return job
     if not (job.folder / RUN_RECORD).exists():
@@ -138,23 +141,37 @@ def _world_missing(job: Job, ingested: set[int | None]) -> Job:
     return _noted(job, note)
 
 
-def _ingested(job: Job) -> set[int | None] | None:
-    """A stored job's ranks its ingests stored or failed to (what the store says of them, a
-    partition gone included: store/completeness.py), so that only ranks never ingested are said
-    here; None for a trace stored on its own."""
+def _record(job: Job) -> layout.JobRecord | None:
+    """A stored job's record (None for traces, or where it cannot be read: said elsewhere)."""
     if not job.stored or job.folder is None:
-        return set()
+        return None
     try:
-        record = layout.read_job_record(
+        return layout.read_job_record(
             job.folder.parent, job.folder.name.removeprefix(layout.JOB_PREFIX)
         )
     except TraceviewError:
-        return set()
+        return None
+
+
+def _ingested(record: layout.JobRecord | None) -> set[int | None] | None:
+    """A stored job's ranks its ingests stored or failed to (what the store says of them, a
+    partition gone included: store/completeness.py), so that only ranks never ingested are said
+    here; None for a trace stored on its own."""
     if record is None:
         return set()
     if record.source.endswith((".json", ".json.gz")):
         return None
     return {t.rank for t in record.traces}
+
+
+def _shards_note(done: layout.Shards) -> Note:
+    left = shards.missing(done)
+    return Note(
+        message=f"the job is being ingested in {done.of} shards and {noun(len(left), 'shard')} "
+        f"{number_runs(left)} {noun(len(left), 'is', 'are')} not in the store yet, so every "
+        f"figure across ranks leaves out their ranks: {shards.how_to_add(done)}",
+        severity="caveat",
+    )
 
 
 def _how_to_add(job: Job) -> str:

@@ -35,8 +35,9 @@ from traceview.loader.sources import RunSource, check_one_job, find_runs, ran_to
 from traceview.loader.workers import map_in_processes
 from traceview.parse.run_record import incomplete_run
 from traceview.parse.stream import MAX_EVENT_BYTES
-from traceview.store import commit, layout, lock
+from traceview.store import commit, layout, lock, shards
 from traceview.store.partition import Source, source_of, write_partition
+from traceview.store.shards import Shard, files_of
 
 WaitFn = Callable[[str], None]  # told who holds the store, once, when a writer starts waiting
 
@@ -123,15 +124,21 @@ def ingest(
     on_done: DoneFn | None = None,
     on_wait: WaitFn | None = None,
     on_engine: WaitFn | None = None,
+    shard: Shard | None = None,
 ) -> Ingested:
     """Every run the paths name, into the store at `store` (made if need be), one job per run
     (named as RunSource.job, or `job` for a single run). `engine`: "local" (a process per core,
     or `jobs`) or "ray" (tasks on the Ray cluster at `address`; one is started on this machine
     when there is none). Other writers may run at once: each parses on its own and they move
     their partitions into place one at a time. `on_engine` is told what starting the engine
-    cost (Ray's start-up)."""
+    cost (Ray's start-up). `shard`: only that part of each run's traces (store/shards.py)."""
     if engine not in ENGINES:
         raise TraceviewError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
+    if shard is not None and engine == "ray":
+        raise TraceviewError(
+            "--shard splits an ingest among a scheduler's tasks; --engine ray splits it itself: "
+            "use one or the other"
+        )
     root = layout.open_store(Path(store), create=True)
     away = [  # (not here, or not all here: on the cluster's nodes' own disks)
         str(p)
@@ -167,7 +174,10 @@ def ingest(
         for source, name in zip(sources, names, strict=True):
             with lock.reading([root], on_wait=on_wait):  # not while a commit is under way
                 known = commit.known_partitions(root, name)
-            for i, path in enumerate(source.files):
+                if shard is not None:  # another N than the job's shards so far: before any work
+                    shards.recorded(commit.job_record(root, name), shard, len(source.files), name)
+            mine = source.files if shard is None else files_of(source.files, shard)
+            for i, path in enumerate(mine):
                 found = commit.unchanged(path, known, comm_pattern)
                 if found is not None:
                     unchanged[path] = found.rank
@@ -183,7 +193,7 @@ def ingest(
         by_trace = {task[0]: o for task, o in zip(tasks, outcomes, strict=True)}
         with lock.writer(root, on_wait=on_wait):
             written, failures, skipped = _commit_jobs(
-                root, zip(sources, names, strict=True), by_trace, unchanged
+                root, zip(sources, names, strict=True), by_trace, unchanged, shard
             )
     return Ingested(
         store=root,
@@ -253,6 +263,7 @@ def _commit_jobs(
     jobs: Iterable[tuple[RunSource, str]],
     by_trace: dict[Path, IngestOutcome],
     unchanged: dict[Path, int | None],
+    shard: Shard | None = None,
 ) -> tuple[tuple[Path, ...], tuple[Failure, ...], tuple[Path, ...]]:
     """(Under the writer lock.) Each job's outcome into place: the partitions written, the
     failures, the files skipped."""
@@ -275,9 +286,9 @@ def _commit_jobs(
         kept = {f: unchanged[f] for f in source.files if f in unchanged}
         lost = [f for f in failed if not f.not_a_trace]  # the job's traces not stored
         if not (mine or kept or lost):
-            continue
+            continue  # (a shard given none of this run's files is never waited for: shards.missing)
         try:
-            written += _commit(root, name, source, mine, kept, lost)
+            written += _commit(root, name, source, mine, kept, lost, shard)
             committed.append(name)
         except CannotWrite as e:
             # Each job goes into place whole or not at all: say which ones already did.
@@ -337,6 +348,23 @@ def _sources(paths: Sequence[str | Path], root: Path) -> list[RunSource]:
     return sources
 
 
+def _refuse_ranks_stored_from_others(
+    root: Path, job: str, source: RunSource, written: list[Written]
+) -> None:
+    """A shard's rank that another shard stored from another of the run's files: the run holds
+    that rank twice (what check_one_job says of one ingest's traces)."""
+    old = commit.job_record(root, job)
+    listed = {str(f.resolve()) for f in source.files}
+    by_rank = {t.rank: t.trace for t in (old.traces if old else ()) if t.trace in listed}
+    for w in written:
+        other = by_rank.get(w.rank)
+        if w.rank is not None and other is not None and other != str(w.trace.resolve()):
+            raise TraceviewError(
+                f"{source.folder}: rank {w.rank} is in both {Path(other).name} and "
+                f"{w.trace.name}: one trace per rank"
+            )
+
+
 def _commit(
     root: Path,
     job: str,
@@ -344,6 +372,7 @@ def _commit(
     written: list[Written],
     unchanged: dict[Path, int | None],
     failed: list[Failure],
+    shard: Shard | None = None,
 ) -> list[Path]:
     """(Under the writer lock.) One job's outcome into the store; refused whole when its traces
     cannot be one job (nothing in place changes)."""
@@ -355,6 +384,8 @@ def _commit(
                 f"{source.folder}: its sub-folders hold ranks of one world size that were not "
                 "profiled together: ingest each sub-folder on its own (--job NAME each)"
             )
+        if shard is not None:
+            _refuse_ranks_stored_from_others(root, job, source, written)
         rankless = [w.trace.name for w in written if w.rank is None]
         if len(rankless) > 1:
             raise TraceviewError(
@@ -368,5 +399,7 @@ def _commit(
         written={w.trace: (w.folder, w.rank) for w in written},
         unchanged=unchanged,
         failed={f.path: f.message for f in failed},
+        shard=shard,
+        listed=len(source.files),
     )
     return commit.commit_job(root, job, changes)

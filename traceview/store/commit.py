@@ -13,7 +13,7 @@ import msgspec
 
 from traceview.errors import TraceviewError
 from traceview.parse.run_record import RUN_RECORD
-from traceview.store import layout
+from traceview.store import layout, shards
 from traceview.store.partition import (
     Source,
     check_current,
@@ -22,6 +22,7 @@ from traceview.store.partition import (
     source_of,
     summary_digest,
 )
+from traceview.store.shards import Shard
 
 
 class JobChanges(msgspec.Struct, frozen=True):
@@ -33,6 +34,8 @@ class JobChanges(msgspec.Struct, frozen=True):
     written: dict[Path, tuple[Path, int | None]]  # trace -> (its new partition's folder, rank)
     unchanged: dict[Path, int | None]  # trace -> the rank of its partition, up to date
     failed: dict[Path, str]  # trace -> why it could not be stored
+    shard: Shard | None = None  # the part of the run this writer read (None: all of it)
+    listed: int = 0  # trace files the run listed, all shards'
 
 
 def commit_job(root: Path, job: str, changes: JobChanges) -> list[Path]:
@@ -60,6 +63,7 @@ def _put_in_place(root: Path, job: str, changes: JobChanges) -> list[Path]:
         source=str(changes.source.resolve()),
         incomplete=changes.incomplete,
         traces=merged(old, stored, changes.failed),
+        shards=shards.recorded(old, changes.shard, changes.listed, job),
     )
     run_record = changes.run_folder / RUN_RECORD if changes.run_folder is not None else None
     if run_record is not None and run_record.is_file():

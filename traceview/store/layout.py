@@ -49,9 +49,19 @@ class StoredTrace(msgspec.Struct, frozen=True):
     failed: str | None = None
 
 
+class Shards(msgspec.Struct, frozen=True):
+    """A job ingested in `of` shards (`ingest --shard K/N`, store/shards.py): the shards in so
+    far, and how many trace files the run listed (so a shard given none is not waited for)."""
+
+    of: int
+    done: tuple[int, ...]
+    listed: int
+
+
 class JobRecord(msgspec.Struct, frozen=True):
-    """job.json: where the job's traces were, why the run is incomplete, if it is, and every
-    trace its ingests read (what a reader compares the partitions it finds with)."""
+    """job.json: where the job's traces were, why the run is incomplete, if it is, every trace
+    its ingests read (what a reader compares the partitions it finds with), and, while it is
+    ingested in shards, which are in."""
 
     source: str
     incomplete: str | None = None
@@ -59,6 +69,7 @@ class JobRecord(msgspec.Struct, frozen=True):
     # Per partition (its rank key), the hashes of the summary.json it may hold: the one its
     # last commit put in place (and, while a commit moves partitions, the one before).
     summaries: dict[str, tuple[str, ...]] = {}
+    shards: Shards | None = None  # None: ingested whole
 
 
 def read_job_record(store: Path, job: str) -> JobRecord | None:

@@ -41,6 +41,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--jobs", "-j", type=options.positive_int, metavar="N",
                    help="processes to use with the local engine (default: cores)")  # fmt: skip
+    p.add_argument(
+        "--shard",
+        type=options.shard,
+        metavar="K/N",
+        help="only the K-th of N parts of each run's traces: N processes (a scheduler's array) "
+        "build one store; the store says which shards are missing until all are in",
+    )
     options.add_comm_pattern(p)
     options.add_max_event(p)
     options.add_progress(p)
@@ -72,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         on_done=progress.file_done,
         on_wait=waiting,
         on_engine=engine_ready,
+        shard=args.shard,
     )
     progress.clear_line()
     for path in done.skipped:
