@@ -182,6 +182,9 @@ def main() -> int:
         "--sizes", default=",".join(map(str, SIZES_MB)), help="trace sizes in MB (default: 58,263)"
     )
     parser.add_argument("--check", action="store_true", help="exit 1 past any limit")
+    parser.add_argument(
+        "--limits", type=Path, default=LIMITS, help="the limits' file (default: tracked.json)"
+    )
     parser.add_argument("--out", type=Path, help="the figures' JSON (default: WORK/tracked.json)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -191,7 +194,7 @@ def main() -> int:
         unknown = ", ".join(sorted(groups - set(GROUPS)))
         parser.error(f"--figures: {unknown} is not one of {', '.join(GROUPS)}")
     figures = measured(args.work, args.repeat, groups, sizes)
-    limits = json.loads(LIMITS.read_text())["limits"]
+    limits = json.loads(args.limits.read_text())["limits"]
     past = checked(figures, limits)
     doc = {"figures": figures, "limits": limits, "past": past}
     out = args.out or args.work / "tracked.json"

@@ -62,6 +62,7 @@ def test_a_commit_waits_for_a_reader_and_a_reader_for_a_commit(tmp_path):
     out, err = reader.communicate(timeout=120)
     assert reader.returncode == 0, err
     assert json.loads(out)["jobs"][0]["ranks"] == 2
+    assert err.startswith("traceview: waiting: a writer is moving partitions into the store "), err
 
 
 @pytest.mark.slow

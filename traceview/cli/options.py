@@ -210,6 +210,10 @@ def load(args: argparse.Namespace, *, keep_intervals: bool | int = False) -> Run
         if waiting:  # read here, one by one: said if nothing arrives for a while
             progress.say_if_nothing_arrives(waiting)
 
+    def waiting(holder: str) -> None:
+        progress.clear_line()
+        say("waiting", f"a writer is moving partitions into the store being read ({holder})")
+
     runs = load_runs(
         args.paths,
         comm_pattern=args.comm_pattern,
@@ -222,6 +226,7 @@ def load(args: argparse.Namespace, *, keep_intervals: bool | int = False) -> Run
         before=before,
         on_done=progress.file_done,
         progress=progress.bytes_read,
+        on_wait=waiting,
     )
     progress.stop_waiting()
     progress.clear_line()

@@ -36,6 +36,7 @@ def load_runs(
     on_done: DoneFn | None = None,
     progress: ProgressFn | None = None,
     before: Callable[[list[RunSource]], None] | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> Runs:
     """Every run the paths name (traces, run folders, sweeps, stores, folders of them), each
     rank parsed once, in parallel (`jobs` processes; default: one per core), or read from its
@@ -43,7 +44,8 @@ def load_runs(
     name. `before(sources)` is called once they are known (to refuse an output file that is one
     of them, or say what is coming). `link_gbps`: the peak per direction of the link the
     collectives ran on, where the traces cannot tell (docs/metrics.md "Against the link's
-    peak")."""
+    peak"). `on_wait` is told who holds a store being read, once, when a commit makes this
+    wait."""
     sources = find_runs(paths, within=within, job=job)
     if before is not None:
         before(sources)
@@ -67,7 +69,8 @@ def load_runs(
     failures: list[Failure] = []
     skipped: list[Path] = []
     # Stored jobs are listed again and read under their stores' lock: one commit's each.
-    with lock.reading(s.folder.parent for s in sources if s.stored and s.folder is not None):
+    stores = [s.folder.parent for s in sources if s.stored and s.folder is not None]
+    with lock.reading(stores, on_wait=on_wait):
         sources = [listed_again(s, within) for s in sources]
         partitions = [f for s in sources if s.stored for f in s.files]
         outcomes |= zip(partitions, read_partitions(partitions, options, on_done), strict=True)
