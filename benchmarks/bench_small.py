@@ -5,18 +5,16 @@ size (setting up the tables, each polars call's own cost, writing a partition). 
 it the way a worker pays it: in one warm process, `ingest_traces` (parse, analyse, write the
 rank's partition) on each small trace over and over, alone and 16 at once as a worker takes
 small traces (their models built together: loader/parallel.py), with a worker's settings
-(polars' pool of one thread, traceview/preload.py; kept to one core, traceview/loader/
-workers.py), its CPU time (all threads) per trace; and, its runs among the small trace's, one
-large tiling of the same
-trace, whose CPU per MB is the cost of the bytes. The fixed cost of a small trace is its CPU
-less its MB times that rate. Where it goes: the same trace read alone (`read_trace`), analysed
-from its bytes (`analyze_trace`), and written.
+(polars' pool of one thread, traceview/preload.py), its CPU time (all threads) per trace; and,
+its runs among the small trace's, one large tiling of the same trace, whose CPU per MB is the
+cost of the bytes. The fixed cost of a small trace is its CPU less its MB times that rate.
+Where it goes: the same trace read alone (`read_trace`), analysed from its bytes
+(`analyze_trace`), and written.
 Run from the repository root:
 
     .venv/bin/python benchmarks/bench_small.py                  # 3 shapes, 20 runs each
     .venv/bin/python benchmarks/bench_small.py --repeat 5       # a quick look
     .venv/bin/python benchmarks/bench_small.py --engines        # the queries run as polars would
-    .venv/bin/python benchmarks/bench_small.py --every-core     # not kept to a core: run beside
     .venv/bin/python benchmarks/bench_small.py --together 16    # model, measures: alone vs 16
 """
 
@@ -52,11 +50,9 @@ from traceview.analysis.rank import rank_reports  # noqa: E402
 from traceview.loader.ingest import ingest_traces  # noqa: E402
 from traceview.loader.parallel import TOGETHER_AT_MOST, Failure  # noqa: E402
 from traceview.loader.rank import analyze_trace, without_events  # noqa: E402
-from traceview.loader.workers import keep_to  # noqa: E402
 from traceview.model import build_timeline, build_timelines, model_rows  # noqa: E402
 from traceview.parse import read_trace  # noqa: E402
 from traceview.parse.stream import MAX_EVENT_BYTES  # noqa: E402
-from traceview.preload import cores_allowed  # noqa: E402
 from traceview.store.partition import source_of, write_partition  # noqa: E402
 
 ROOT = Path(__file__).parents[1]
@@ -245,15 +241,7 @@ def main() -> None:
         metavar="N",
         help="only compare each shape's model built alone with it built N at once",
     )
-    parser.add_argument(
-        "--every-core",
-        action="store_true",
-        help="not kept to one core as a worker is: the process as the scheduler places it (an "
-        "A/B needs separate runs: threads kept together stay together once let go)",
-    )
     args = parser.parse_args()
-    if not args.every_core:
-        keep_to(cores_allowed()[:1])
     if args.together:
         compare_together(args.together, args.repeat)
         return
@@ -280,9 +268,8 @@ def main() -> None:
             rows.append((name, mb, large_s / large_mb, measured))
     finally:
         shutil.rmtree(folders)
-    placed = "on every core" if args.every_core else "kept to one core, as a worker is"
     print(
-        f"ingest_traces on small rank traces, one warm process {placed}, medians of "
+        "ingest_traces on small rank traces, one warm process with a worker's settings, medians of "
         f"{args.repeat} (CPU ms a trace, alone and {TOGETHER_AT_MOST} at once as a worker takes "
         f"small traces; per MB: from a {LARGE_MB} MB tiling of the same trace, its runs among "
         "the small trace's)"

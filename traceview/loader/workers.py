@@ -6,14 +6,8 @@ what that task's result is, a new worker takes its place, and the other tasks go
 with the process that started them: on Linux the kernel kills them when it exits
 (PR_SET_PDEATHSIG), elsewhere they notice it is gone within a second; so does multiprocessing's
 resource tracker, once no worker is left. A kill -9 of `traceview` leaves no process behind.
-
-Where there are as many workers as cores, each keeps to a core of its own (Linux). A
-worker hands each polars query to polars' pool thread and waits for it; on two cores every
-hand-off wakes the other core, which on a virtual machine costs tens of microseconds, and a
-small rank's trace makes hundreds of them. On one core the two threads take turns: a small
-rank's ingest costs about a third less CPU, and a large rank's no more (its worker's reading
-threads lose the second core, its queries' hand-offs get cheaper): benchmarks/bench_small.py
-and bench_store.py, docs/performance.md."""
+Workers run where the scheduler puts them (kept each to a core of its own, they took as much CPU
+or more: CHANGELOG.md, "Speed mechanisms measured")."""
 
 from __future__ import annotations
 
@@ -24,7 +18,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
@@ -59,23 +53,11 @@ def map_in_processes(
         return pool.run(tasks, on_done, on_crash)
 
 
-def keep_to(cores: Iterable[int]) -> None:
-    """This process, each of its threads (polars starts its own as it loads) and those they
-    start, kept to these cores."""
-    cores = set(cores)  # read once per thread below
-    with suppress(OSError):  # no such folder: not Linux
-        threads = os.listdir("/proc/self/task")
-        for thread in threads:
-            with suppress(OSError):  # a thread that has ended since, a core taken away
-                os.sched_setaffinity(int(thread), cores)
-
-
 class _Worker:
-    def __init__(self, context: Any, fn: Callable[..., Any], core: int | None) -> None:
+    def __init__(self, context: Any, fn: Callable[..., Any]) -> None:
         self.conn, theirs = context.Pipe()
-        self.core = core
         self.process: BaseProcess = context.Process(
-            target=_serve, args=(theirs, fn, os.getpid(), core), daemon=True
+            target=_serve, args=(theirs, fn, os.getpid()), daemon=True
         )
         self.process.start()
         theirs.close()
@@ -101,10 +83,6 @@ class _Pool:
         self._fn = fn
         self._size = size
         self._workers: list[_Worker] = []
-        # Kept only where the pool is as wide as the machine (every core busy anyway): a
-        # narrower pool kept to the first cores would share them with another's.
-        cores = preload.cores_allowed()
-        self._cores = cores if size == len(cores) else []
 
     def __enter__(self) -> _Pool:
         return self
@@ -116,10 +94,8 @@ class _Pool:
             worker.join()
 
     def _start(self) -> _Worker:
-        held = {w.core for w in self._workers}
-        core = next((c for c in self._cores if c not in held), None)
         with _workers_skip_main(), preload.for_workers():
-            worker = _Worker(self._context, self._fn, core)
+            worker = _Worker(self._context, self._fn)
         self._workers.append(worker)
         return worker
 
@@ -185,11 +161,9 @@ def _why_it_died(exitcode: int | None) -> str:
     return f"stopped (exit status {exitcode})"
 
 
-def _serve(conn: Connection, fn: Callable[..., Any], parent: int, core: int | None) -> None:
-    """(In a worker.) Tasks from the pipe until it closes, on its core; dies with the parent."""
+def _serve(conn: Connection, fn: Callable[..., Any], parent: int) -> None:
+    """(In a worker.) Tasks from the pipe until it closes; dies with the parent."""
     _die_with(parent)
-    if core is not None:
-        keep_to({core})
     while True:
         try:
             task = conn.recv()

@@ -1,29 +1,25 @@
-"""Items made on a thread of their own, a few ahead of their reader: the inflater and the scanner
-let go of the GIL while they work, so the stages of reading a trace (inflating, scanning, making
-the tables) run at once on as many cores."""
+"""Items made on a thread of their own, a few ahead of their reader: a gzipped trace is inflated
+so (the inflater lets go of the GIL while it works) while the trace's reader scans what is
+inflated and makes its tables."""
 
 from __future__ import annotations
 
 import contextlib
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TypeVar
 
 T = TypeVar("T")
-SCAN_AHEAD = 2  # scanned batches ready before they are made into tables (bounds memory)
 _DONE = object()
 
 
-def made_ahead(
-    items: Iterator[T], depth: int, name: str, hold: Callable[[T], bool] | None = None
-) -> Iterator[T]:
+def made_ahead(items: Iterator[T], depth: int, name: str) -> Iterator[T]:
     """`items`, made on a thread of their own up to `depth` before they are read. What the
     thread raises is raised here, in its place among the items; a reader that stops early stops
-    the thread. An item `hold` is true of is the last one made until the reader asks for the
-    next: a reader that stops there has had nothing made past it."""
+    the thread."""
     ready: queue.Queue[object] = queue.Queue(depth)
-    stop, go_on = threading.Event(), threading.Event()
+    stop = threading.Event()
 
     def hand_on(item: object) -> bool:
         """False once the reader has stopped (a thread it left behind must not block)."""
@@ -38,11 +34,6 @@ def made_ahead(
             for item in items:
                 if not hand_on(item) or stop.is_set():
                     return
-                if hold is not None and hold(item):
-                    go_on.wait()
-                    if stop.is_set():
-                        return
-                    go_on.clear()
             hand_on(_DONE)
         except BaseException as e:  # the reader's to raise, on its own thread
             hand_on(e)
@@ -54,15 +45,11 @@ def made_ahead(
             if isinstance(item, BaseException):
                 raise item
             yield item  # type: ignore[misc]
-            if hold is not None and hold(item):  # type: ignore[arg-type]
-                go_on.set()
     finally:
-        # The thread is woken where it waits (handing an item on to a full queue, or held
-        # after one) and stops there at once: a reader stopping at a pause must not wait for
-        # it. One still making an item stops once it is made; one blocked reading a pipe that
-        # stays open is left (a daemon), not waited for.
+        # The thread is woken where it waits (handing an item on to a full queue) and stops
+        # there at once. One still making an item stops once it is made; one blocked reading a
+        # pipe that stays open is left (a daemon), not waited for.
         stop.set()
-        go_on.set()
         _emptied(ready)
         thread.join(timeout=2.0)
         _emptied(ready)  # what it handed on while stopping: not held past the reader

@@ -23,7 +23,6 @@ import msgspec
 
 from traceview.parse import fast
 from traceview.parse import source as source_module
-from traceview.parse.ahead import SCAN_AHEAD, made_ahead
 from traceview.parse.budget import EventBudget
 from traceview.parse.collect import Events
 from traceview.parse.columns import thread_names
@@ -98,7 +97,7 @@ class SecondHalf:
             self.split.start, self.split.pause_at, self._progress, mapped=True
         )
         stream = EventStream(chunks, self.max_event_bytes, start=self.split.start)
-        batches = made_ahead(stream.batches(), SCAN_AHEAD, "traceview-half-scan")
+        batches = stream.batches()
         try:
             for batch in batches:
                 if self._cancel.is_set():

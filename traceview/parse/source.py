@@ -69,17 +69,6 @@ class ByteSource:
         self.zero_tail = 0
         self.uncompressed_bytes = 0
 
-    def in_one_chunk(self) -> bool:
-        """Whether the input is a plain file read in one chunk (its bytes scanned at once:
-        nothing is left to scan while its table is made)."""
-        if self.stream or self.size_on_disk > CHUNK_SIZE:
-            return False
-        try:
-            with self.path.open("rb") as f:
-                return f.read(2) != GZIP_MAGIC
-        except OSError:
-            return False  # reading it says why
-
     def chunks(
         self, progress: ProgressFn | None = None, *, mapped: bool = False
     ) -> Iterator[Chunk]:

@@ -10,7 +10,6 @@ import polars as pl
 from traceview.errors import NotATraceError, Note, TraceviewError
 from traceview.inputs import ProgressFn
 from traceview.parse import fast, halves
-from traceview.parse.ahead import SCAN_AHEAD, made_ahead
 from traceview.parse.budget import EventBudget, OverBudget, machine_memory
 from traceview.parse.collect import Events
 from traceview.parse.columns import (
@@ -62,12 +61,10 @@ def read_trace(
     events = Events(budget)
     size = 0
     zero_tail = 0  # of the half that read the file's end
-    # Scanned on a thread of its own while this one makes the tables of the batches before;
-    # at a pause nothing past it is scanned until this thread says to read on. A file read in
-    # one chunk has no batch to scan meanwhile: a thread would only hand its one batch over.
+    # Scanned on this thread, batch by batch, as the tables are made (on a thread of its own,
+    # a few batches ahead, it saved no time: CHANGELOG.md, "Speed mechanisms measured"); at a
+    # pause nothing past it is scanned.
     batches = stream.batches()
-    if not source.in_one_chunk():
-        batches = made_ahead(batches, SCAN_AHEAD, "traceview-scan", _is_pause)
     try:
         for batch in batches:
             if isinstance(batch, Pause):
@@ -175,10 +172,6 @@ def read_trace(
         size_bytes=size,
         truncated=truncated,
     )
-
-
-def _is_pause(batch: object) -> bool:
-    return isinstance(batch, Pause)
 
 
 # One profiling window lasts seconds to minutes: an event a day from the middle of the others
