@@ -58,10 +58,12 @@ def synthesize(out: Path, ranks: int, mb: float, one_step: bool) -> Path:
     if not base.exists():
         tile(source, base, int(mb * MB), rank=0)
     tasks = [(base, job / f"rank{r}.json", r, ranks) for r in range(ranks)]
+    shown = sys.stderr.isatty()  # a log (CI's) gets one line, not one per rank
     with Pool(os.cpu_count() or 1) as pool:
         for i, _ in enumerate(pool.imap_unordered(_rank_trace, tasks), start=1):
-            print(f"\rsynthesizing rank traces: {i}/{ranks}", end="", file=sys.stderr)
-    print(file=sys.stderr)
+            if shown:
+                print(f"\rsynthesizing rank traces: {i}/{ranks}", end="", file=sys.stderr)
+    print("" if shown else f"synthesized {ranks} rank traces", file=sys.stderr)
     for stale in job.glob("rank*.json"):  # from a run with more ranks
         if int(stale.stem.removeprefix("rank")) >= ranks:
             stale.unlink()
