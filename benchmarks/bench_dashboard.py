@@ -148,6 +148,14 @@ def many_rank_store(ranks: int, mb: float, one_step: bool = False) -> Path:
     return store
 
 
+def chromium_path() -> str:
+    """Debian's chromium, the browser the benchmarks and tests drive."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        raise SystemExit("needs Debian's chromium (apt-get install chromium)")
+    return found
+
+
 def _store_version(store: Path) -> int:
     return int(json.loads((store / MARKER).read_text())["store_version"])
 
@@ -162,9 +170,7 @@ def main() -> int:
     folder = many_rank_store(args.ranks, args.mb) if args.ranks else Path(args.folder)
     if not folder.is_dir():
         raise SystemExit(f"{folder}: no such folder (bash scripts/demo.sh makes demo_out/sweep)")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        raise SystemExit("needs Debian's chromium (apt-get install chromium)")
+    chromium = chromium_path()
     from playwright.sync_api import sync_playwright
 
     runs = []

@@ -104,14 +104,12 @@ def dashboard_first_page(repeat: int) -> dict[str, float]:
     """Seconds from a fresh `traceview dashboard` on a store of one job to its first page drawn
     in headless Chromium, at 1,024 one-step ranks ÷ at 4 (each side's least of `repeat`, in
     turn; the stores are made once, in bench_out/dashboard)."""
-    from bench_dashboard import CHROMIUM_ARGS, many_rank_store, once
+    from bench_dashboard import CHROMIUM_ARGS, chromium_path, many_rank_store, once
     from playwright.sync_api import sync_playwright
 
     few, many = DASHBOARD_RANKS
     stores = [many_rank_store(few, 0, one_step=True), many_rank_store(many, 0, one_step=True)]
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        raise SystemExit("track: the dashboard's figure needs Debian's chromium")
+    chromium = chromium_path()
     seconds: tuple[list[float], list[float]] = ([], [])
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)

@@ -1,7 +1,7 @@
 """A job ingested in parts by independent processes (`traceview ingest --shard K/N`, one per
-task of a scheduler's array): shard K takes the K-th of N runs of each run's trace files, in the
-order they are listed (names sorted, as every process lists them), and the job's record says
-which shards are in until all are (docs/store.md "Sharded ingest")."""
+task of a scheduler's array): shard K takes the K-th of N contiguous parts of each run's trace
+files, in the order they are listed (names sorted, as every process lists them), and the job's
+record says which shards are in until all are (docs/store.md "Sharded ingest")."""
 
 from __future__ import annotations
 
@@ -18,9 +18,6 @@ from traceview.store.layout import JobRecord, Shards
 class Shard(msgspec.Struct, frozen=True):
     index: int  # 1 to `of`
     of: int
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.of}"
 
 
 def parsed_shard(text: str) -> Shard:
@@ -50,10 +47,10 @@ def recorded(old: JobRecord | None, shard: Shard | None, listed: int, job: str) 
         return None
     before = old.shards if old is not None else None
     if before is not None and before.of != shard.of and missing(before):
+        left = number_runs(missing(before))
         raise TraceviewError(
-            f"job {job!r} is being ingested in {before.of} shards ({_said(missing(before))} not "
-            f"yet in): ingest the rest with --shard K/{before.of}, or the whole run without "
-            "--shard"
+            f"job {job!r} is being ingested in {before.of} shards ({left} not yet in): ingest the "
+            f"rest with --shard K/{before.of}, or the whole run without --shard"
         )
     if before is not None and before.of == shard.of:
         done = {*before.done, shard.index}
@@ -72,13 +69,9 @@ def missing(shards: Shards | None) -> list[int]:
     return sorted(given - set(shards.done))
 
 
-def _said(shards: list[int]) -> str:
-    return number_runs(shards)
-
-
 def how_to_add(shards: Shards) -> str:
     """The caveat's instruction: the shards still to run."""
     left = missing(shards)
     if len(left) == 1:
         return f"ingest shard {left[0]} of {shards.of} (--shard {left[0]}/{shards.of})"
-    return f"ingest shards {_said(left)} of {shards.of} (--shard K/{shards.of}, each K)"
+    return f"ingest shards {number_runs(left)} of {shards.of} (--shard K/{shards.of}, each K)"
