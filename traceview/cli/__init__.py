@@ -29,6 +29,7 @@ from traceview.cli.commands import COMMANDS
 from traceview.cli.say import say
 from traceview.errors import A_BUG_DEBUG, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, TraceviewError
 from traceview.helpformat import DefaultsHelp
+from traceview.remote import storage_error
 
 gc.freeze()
 gc.enable()
@@ -75,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         silence_stdout()  # the reader went away (| head): not an error
         return EXIT_OK
     except Exception as e:  # a bug: one line, the traceback only when asked
+        if said := storage_error(e):
+            say("error", said.message)
+            return said.exit_code
         if debug:
             traceback.print_exc()
         say("internal error", f"{type(e).__name__}: {e} {A_BUG_DEBUG}")

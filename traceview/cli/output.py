@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from traceview.errors import CannotWrite, TraceviewError
+from traceview.remote import is_remote, local_only
 
 
 def refuse_inputs(output: str | None, inputs: Iterable[Path], trees: Iterable[Path] = ()) -> None:
@@ -25,6 +26,9 @@ def refuse_inputs(output: str | None, inputs: Iterable[Path], trees: Iterable[Pa
     store), would destroy what it names: refused before any work."""
     if output is None or output == "-":
         return
+    local_only(output, "--output is written on a file system", "write it here and copy it")
+    inputs = [p for p in inputs if not is_remote(p)]  # (a local file cannot be one of those)
+    trees = [t for t in trees if not is_remote(t)]
     target = Path(output)
     where = _resolved(target)
     for tree in trees:

@@ -35,6 +35,7 @@ from traceview.loader.sources import RunSource, check_one_job, find_runs, ran_to
 from traceview.loader.workers import map_in_processes
 from traceview.parse.run_record import incomplete_run
 from traceview.parse.stream import MAX_EVENT_BYTES
+from traceview.remote import STORE_IN_A_BUCKET, STORE_ON_DISK, is_url, local_only
 from traceview.store import commit, layout, lock, shards
 from traceview.store.partition import Source, source_of, write_partition
 from traceview.store.shards import Shard, files_of
@@ -139,11 +140,13 @@ def ingest(
             "--shard splits an ingest among a scheduler's tasks; --engine ray splits it itself: "
             "use one or the other"
         )
+    local_only(store, STORE_ON_DISK, STORE_IN_A_BUCKET)
     root = layout.open_store(Path(store), create=True)
     away = [  # (not here, or not all here: on the cluster's nodes' own disks)
         str(p)
         for p in paths
         if engine == "ray"
+        and not is_url(p)  # object storage: the same from every node
         and not is_stream(Path(p))
         and (not Path(p).exists() or lacks_ranks(Path(p)))
     ]

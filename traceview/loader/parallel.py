@@ -23,6 +23,7 @@ from traceview.loader.workers import map_in_processes
 from traceview.model import Timeline, build_timelines
 from traceview.parse import Trace
 from traceview.parse.stream import MAX_EVENT_BYTES
+from traceview.remote import storage_error
 
 
 class Failure(msgspec.Struct, frozen=True):
@@ -173,8 +174,8 @@ def _json_bytes(path: Path) -> float:
     if is_stream(path):
         return float("inf")
     try:
+        size = path.stat().st_size
         with path.open("rb") as f:
-            size = os.fstat(f.fileno()).st_size
             if f.read(2) != b"\x1f\x8b" or size < 18:
                 return size
             f.seek(-4, os.SEEK_END)  # the gzip trailer's uncompressed size (mod 4 GiB)
@@ -194,6 +195,8 @@ def guarded(path: Path, work: Callable[[], T]) -> T | Failure:
     except MemoryError:
         return Failure(path, f"{path}: out of memory while analysing")
     except Exception as e:
+        if said := storage_error(e, path):
+            return Failure(path, said.message)
         return Failure(
             path,
             f"{path}: internal error: {type(e).__name__}: {e} {A_BUG}",

@@ -16,6 +16,7 @@ from traceview.errors import TraceviewError
 from traceview.inputs import STDIN, is_stream
 from traceview.loader.peek import peek
 from traceview.parse.run_record import RUN_RECORD, STATUS_GLOB, read_sweep_index
+from traceview.remote import as_path
 from traceview.store import layout
 
 TRACE_SUFFIXES = (".json", ".json.gz")
@@ -79,7 +80,7 @@ def find_runs(
     error unless `empty_ok`. `job`: only the runs of that name (see RunSource.job)."""
     runs: list[RunSource] = []
     for raw in paths:
-        path = Path(raw)
+        path = as_path(raw)
         if str(raw) == STDIN or (path.exists() and not path.is_dir()) or is_stream(path):
             runs.append(RunSource(None, (path,)))
         elif path.is_dir():

@@ -20,6 +20,7 @@ from traceview.parse.metadata import TraceMeta, read_meta
 from traceview.parse.source import ByteSource
 from traceview.parse.stream import MAX_EVENT_BYTES, EventStream, NotATrace, Pause, StreamError
 from traceview.plain import counted, noun
+from traceview.remote import as_path
 
 
 class Trace(msgspec.Struct, frozen=True, kw_only=True):
@@ -44,7 +45,7 @@ def read_trace(
 ) -> Trace:
     """`max_memory_bytes`: the memory bound of the analysis (parse/budget.py; default: the
     machine's memory): a trace with more events than it allows is refused as they are read."""
-    path = Path(path)
+    path = as_path(path)
     source = ByteSource(path)
     budget = EventBudget(max_memory_bytes or machine_memory())
     split = halves.plan(source)

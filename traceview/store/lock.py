@@ -27,6 +27,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 
 from traceview.errors import TraceviewError
+from traceview.remote import is_remote
 from traceview.store.layout import INCOMING, cannot_write
 
 try:
@@ -110,7 +111,9 @@ def reading(
     cannot be opened (read-only, and never written by this traceview) has no writer to wait
     for."""
     with ExitStack() as held_here:
-        for store in sorted(set(stores)):
+        for store in sorted(set(stores), key=str):
+            if is_remote(store):  # object storage has no locks: its hashes name a torn read
+                continue
             path = store / WRITER_LOCK
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)

@@ -20,6 +20,7 @@ from traceview.analysis.rank import RankReport, keeps
 from traceview.analysis.windows import StepBreakdown
 from traceview.errors import TraceviewError, unreadable
 from traceview.plain import noun
+from traceview.remote import as_path, is_remote
 from traceview.store.layout import (
     NO_RANK,
     STORE_VERSION,
@@ -43,11 +44,18 @@ _OS_ERROR = re.compile(r"\(os error (\d+)\)")
 _HEAD_TAIL = 256 << 10
 
 
+# RankReport's path fields, kept as text: a path in object storage is no pathlib.Path.
+_PATH_FIELDS = tuple(f.name for f in msgspec.structs.fields(RankReport) if f.type is Path)
+
+
 def _summary_type() -> type:
     """RankReport's fields but its tables, as a msgspec Struct: declared once, in RankReport."""
     fields: list[tuple[str, object] | tuple[str, object, object]] = []
     for f in msgspec.structs.fields(RankReport):
         if f.name in TABLES:
+            continue
+        if f.name in _PATH_FIELDS:
+            fields.append((f.name, str))
             continue
         if f.default_factory is not msgspec.NODEFAULT:
             fields.append((f.name, f.type, msgspec.field(default_factory=f.default_factory)))
@@ -119,14 +127,12 @@ class Stored(msgspec.Struct, frozen=True):
 
 
 def _enc(value: object) -> object:
-    if isinstance(value, Path):
+    if isinstance(value, Path) or is_remote(value):
         return str(value)
     raise NotImplementedError(type(value))
 
 
 def _dec(kind: type, value: object) -> object:
-    if kind is Path:
-        return Path(value)  # type: ignore[arg-type]
     if kind is object:
         return value
     raise NotImplementedError(kind)
@@ -366,8 +372,10 @@ def read_partition(
     steps = tables.get("steps")
     if steps is None:
         steps = _table(folder, "steps", STEPS_SCHEMA, summary.rank, stored)
+    fields: dict[str, Any] = {f: getattr(summary, f) for f in RankSummary.__struct_fields__}
+    fields.update({f: as_path(fields[f]) for f in _PATH_FIELDS})
     return RankReport(
-        **{f: getattr(summary, f) for f in RankSummary.__struct_fields__},
+        **fields,
         steps=tuple(
             StepBreakdown(
                 step=row["step"],

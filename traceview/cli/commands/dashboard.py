@@ -13,6 +13,7 @@ from types import FrameType
 
 from traceview.dashboard import MAX_UPLOAD_MB, ROOT_ENV
 from traceview.errors import EXIT_INTERRUPTED, TraceviewError
+from traceview.remote import local_only
 
 APP = Path(__file__).parents[2] / "dashboard" / "app.py"
 
@@ -58,6 +59,8 @@ def check_free(host: str, port: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    local_only(args.path, "the dashboard serves a folder on a file system (uploads are saved "
+               "there)", "ingest the traces into a store on disk and open that")  # fmt: skip
     root = Path(args.path)
     if not root.is_dir():
         raise TraceviewError(f"{root}: no such folder")
