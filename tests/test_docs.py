@@ -95,8 +95,8 @@ def test_the_readme_says_which_command_takes_which_option():
     assert _named(steps[1]) == {c for c, o in options.items() if "--steps" in o}
     assert {c for c, o in options.items() if "--steps-a" in o} == {"diff"}
     assert {c for c, o in options.items() if "--ranks" in o} == {"export"}
-    assert "every command but `dashboard` takes `--jobs N`" in readme
-    assert {c for c, o in options.items() if "--jobs" not in o} == {"dashboard"}
+    assert "every command but `dashboard` and `pack` takes `--jobs N`" in readme
+    assert {c for c, o in options.items() if "--jobs" not in o} == {"dashboard", "pack"}
 
 
 def test_the_readme_counts_the_compiled_modules():

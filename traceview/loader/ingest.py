@@ -37,6 +37,7 @@ from traceview.parse.run_record import incomplete_run
 from traceview.parse.stream import MAX_EVENT_BYTES
 from traceview.remote import STORE_IN_A_BUCKET, STORE_ON_DISK, is_url, local_only
 from traceview.store import commit, layout, lock, shards
+from traceview.store.pack import PACK_FROM_RANKS, pack_job
 from traceview.store.partition import Source, source_of, write_partition
 from traceview.store.shards import Shard, files_of
 
@@ -198,6 +199,10 @@ def ingest(
             written, failures, skipped = _commit_jobs(
                 root, zip(sources, names, strict=True), by_trace, unchanged, shard
             )
+            for name in names:  # a job of many ranks is read as a handful of files
+                folder = layout.job_dir(root, name)
+                if folder.is_dir() and len(layout.partitions(root, name)) >= PACK_FROM_RANKS:
+                    pack_job(root, name, incoming)
     return Ingested(
         store=root,
         jobs=tuple(names),

@@ -3,7 +3,7 @@ rank's intervals only when asked for). What a stored job lacks: store/completene
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
 from pathlib import Path
 
@@ -12,7 +12,7 @@ import polars as pl
 from traceview.analysis.rank import RankReport
 from traceview.errors import TraceviewError
 from traceview.loader.parallel import DoneFn, Options, Outcome, guarded
-from traceview.store import lock
+from traceview.store import layout, lock
 from traceview.store.completeness import accepted_summaries
 from traceview.store.partition import (
     Stored,
@@ -20,6 +20,7 @@ from traceview.store.partition import (
     check_table,
     read_partition,
     read_stored,
+    read_summaries,
     read_tables,
     read_work_table,
     same_summary,
@@ -43,9 +44,9 @@ def read_partitions(
         if head is not None:
             check_pattern(head, partitions[0], options.comm_pattern)
     outcomes: list[Outcome] = []
-    for first in range(0, len(partitions), BATCH):
-        batch = partitions[first : first + BATCH]
-        batch_accepted = accepted[first : first + BATCH]
+    for first, last in batches(partitions):
+        batch = partitions[first:last]
+        batch_accepted = accepted[first:last]
         summaries, tables = _read_batch(batch, batch_accepted)
         for folder, stored, own, sums in zip(batch, summaries, tables, batch_accepted, strict=True):
             outcomes.append(
@@ -72,7 +73,7 @@ def read_again(
 ) -> list[Outcome]:
     """The reports of the partitions the ranks `held` were read from, read again for what
     their load left out (the intervals): one that was ingested again since is an error."""
-    with lock.reading(store_of(f) for f in partitions):
+    with lock.reading(layout.store_of(f) for f in partitions):
         outcomes = read_partitions(partitions, options)
     for folder, outcome, rank in zip(partitions, outcomes, held, strict=True):
         if isinstance(outcome, RankReport) and not same_summary(outcome, rank):
@@ -84,11 +85,11 @@ def read_work(partitions: Sequence[Path], held: Sequence[RankReport]) -> list[pl
     """The time per step and name of work of these partitions (whose ranks were read as
     `held`): read together a batch at a time, else each alone, saying which one is at fault."""
     out: list[pl.DataFrame] = []
-    with lock.reading(store_of(f) for f in partitions):
+    with lock.reading(layout.store_of(f) for f in partitions):
         accepted = accepted_summaries(partitions)
-        for first in range(0, len(partitions), BATCH):
-            folders = partitions[first : first + BATCH]
-            ranks = [r.rank for r in held[first : first + BATCH]]
+        for first, last in batches(partitions):
+            folders = partitions[first:last]
+            ranks = [r.rank for r in held[first:last]]
             # the hashes the tables are checked by
             summaries = [read_stored(f, a) for f, a in zip(folders, accepted[first:], strict=False)]
             for folder, stored, rank in zip(folders, summaries, held[first:], strict=False):
@@ -104,8 +105,22 @@ def read_work(partitions: Sequence[Path], held: Sequence[RankReport]) -> list[pl
     return out
 
 
-def store_of(partition: Path) -> Path:
-    return partition.parent.parent
+def batches(partitions: Sequence[Path]) -> Iterator[tuple[int, int]]:
+    """(first, end) of each batch of `partitions` whose tables are read together: up to BATCH
+    ranks' own partitions, or every rank of one pack (its files are read once)."""
+    parents = [p.parent for p in partitions]
+    packs = [parent if parent.name == layout.PACK else None for parent in parents]
+    first = 0
+    while first < len(partitions):
+        pack, last = packs[first], first + 1
+        while (
+            last < len(partitions)
+            and packs[last] == pack
+            and (pack is not None or last - first < BATCH)
+        ):
+            last += 1
+        yield first, last
+        first = last
 
 
 def _changed(folder: Path) -> str:
@@ -120,10 +135,16 @@ def _as_stored(
 ) -> bool:
     """Every table `names` of the partitions holds the bytes stored at ingest (else each is
     read alone, and the damaged one names itself)."""
+    checked: set[tuple[Path, str, object]] = set()  # a pack's files: checked once for its ranks
     try:
         for folder, stored in zip(folders, summaries, strict=True):
             for name in names:
-                check_table(folder, name, stored)
+                parent = folder.parent
+                place = parent if parent.name == layout.PACK else folder
+                key = (place, name, stored.files.get(name) if stored else None)
+                if key not in checked:
+                    check_table(folder, name, stored)
+                    checked.add(key)
     except TraceviewError:
         return False
     return True
@@ -134,12 +155,7 @@ def _read_batch(
 ) -> tuple[list[Stored | None], list[dict[str, pl.DataFrame]]]:
     """The batch's summaries, and (where every summary was read) its steps and calls tables
     read together; what is not read here each partition reads alone, saying its own error."""
-    summaries: list[Stored | None] = []
-    for folder, sums in zip(folders, accepted, strict=True):
-        try:
-            summaries.append(read_stored(folder, sums))
-        except TraceviewError:
-            summaries.append(None)
+    summaries = read_summaries(folders, accepted)
     tables: list[dict[str, pl.DataFrame]] = [{} for _ in folders]
     if all(summaries) and _as_stored(folders, summaries, _READ_TOGETHER):
         ranks = [s.report.rank for s in summaries if s is not None]

@@ -88,6 +88,7 @@ def place(
     against it, find each partition readable wherever a commit stops."""
     new = {layout.rank_key(rank): summary_digest(folder) for folder, rank in written}
     kept = old.summaries if old is not None else {}
+    record = msgspec.structs.replace(record, packed=old.packed if old is not None else ())
     during = {k: tuple(sorted({*kept.get(k, ()), d})) for k, d in new.items()}
     after = msgspec.structs.replace(record, summaries={**kept, **{k: (d,) for k, d in new.items()}})
     if new:
@@ -158,7 +159,7 @@ def known_partitions(root: Path, job: str) -> list[Known]:
     out = []
     record = job_record(root, job)
     for folder in layout.partitions(root, job):
-        key = folder.name.removeprefix("rank=")
+        key = layout.PACK if layout.is_packed(folder) else folder.name.removeprefix("rank=")
         try:
             stored = read_stored(folder, record.summaries.get(key) if record else None)
             check_current(stored, folder)

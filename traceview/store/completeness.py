@@ -26,19 +26,22 @@ def stored_incomplete(job_folder: Path, partitions: Sequence[Path]) -> str | Non
 
 
 def accepted_summaries(partitions: Sequence[Path]) -> list[tuple[str, ...] | None]:
-    """For each partition, the hashes its job record accepts for its summary.json (None where
-    the record keeps none: written before it kept them, or gone, which is said apart)."""
+    """For each partition, the hashes its job record accepts for its summary.json, or for its
+    pack's summaries (None where the record keeps none: written before it kept them, or gone,
+    which is said apart)."""
     records: dict[Path, layout.JobRecord | None] = {}
+    jobs: dict[Path, Path] = {}  # each partition's parent's job folder (one look per parent)
     out = []
     for folder in partitions:
-        job = folder.parent
+        parent = folder.parent
+        job = jobs.get(parent) or jobs.setdefault(parent, layout.job_of(folder))
         if job not in records:
             try:
                 records[job] = _record(job)
             except TraceviewError:
                 records[job] = None  # a broken record is said where the job is read
         record = records[job]
-        key = folder.name.removeprefix("rank=")
+        key = layout.PACK if job != parent else folder.name.removeprefix("rank=")
         out.append(record.summaries.get(key) if record is not None else None)
     return out
 
@@ -53,7 +56,7 @@ def _lost_ranks(traces: Sequence[layout.StoredTrace], present: set[str]) -> str 
     """'1 of 2 ranks in the store: …' when a rank an ingest stored is gone, or a trace could
     not be stored at all; None when every trace ingested has its partition."""
     expected = {layout.rank_key(t.rank) for t in traces if t.failed is None or t.rank is not None}
-    missing = sorted(expected - present, key=_rank_order)
+    missing = sorted(expected - present, key=layout.rank_order)
     never = [t for t in traces if t.failed is not None and t.rank is None]
     stale = [t for t in traces if t.failed is not None and layout.rank_key(t.rank) in present]
     said = []
@@ -75,10 +78,6 @@ def _lost_ranks(traces: Sequence[layout.StoredTrace], present: set[str]) -> str 
         return None
     total = len(expected | present) + len(never)
     return f"{len(present)} of {total} ranks in the store: " + "; ".join(said)
-
-
-def _rank_order(key: str) -> tuple[int, int]:
-    return (1, 0) if key == layout.NO_RANK else (0, int(key))
 
 
 def _rank_name(key: str) -> str:

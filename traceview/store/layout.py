@@ -9,12 +9,21 @@ job, hive-style, so polars, DuckDB and Spark read the store as tables without tr
     STORE/job=<job>/rank=<r>/calls.parquet      one row per collective call (CALLS_SCHEMA)
     STORE/job=<job>/rank=<r>/work.parquet       time per profiler step and name (WORK_SCHEMA)
     STORE/job=<job>/rank=<r>/intervals.parquet  the model (INTERVALS_SCHEMA)
+    STORE/job=<job>/pack/summaries.json   a packed job's ranks' summaries, by rank
+    STORE/job=<job>/pack/<table>.parquet  their tables, one file each, with a `rank` column
+
+A job of many ranks is packed (store/pack.py): its partitions' files become the pack's few, so
+a command reads a handful of files, not five per rank. Each rank lives in one place: its own
+partition or the pack (a rank ingested after the pack was made is a partition until the next
+pack; where both hold it, the partition is read). A rank in the pack is named as a partition
+is, `job=<job>/pack/rank=<r>` (a place in the pack, not a folder).
 
 `job` and `rank` are the partition keys: the tables do not repeat them. A trace that does not
 name its rank is `rank=__HIVE_DEFAULT_PARTITION__` (null to every hive reader)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 from pathlib import Path
@@ -33,6 +42,8 @@ SUMMARY = "summary.json"
 TABLES = ("steps", "calls", "work", "intervals")  # RankReport's fields kept as Parquet tables
 NO_RANK = "__HIVE_DEFAULT_PARTITION__"
 INCOMING = ".incoming"  # each writer's partitions, before they are moved into place
+PACK = "pack"  # a job's packed ranks (and, in its job record, the key of their summaries)
+PACK_SUMMARIES = "summaries.json"
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
 
 
@@ -70,6 +81,7 @@ class JobRecord(msgspec.Struct, frozen=True):
     # last commit put in place (and, while a commit moves partitions, the one before).
     summaries: dict[str, tuple[str, ...]] = {}
     shards: Shards | None = None  # None: ingested whole
+    packed: tuple[str, ...] = ()  # the rank keys the job's pack holds (in `summaries`: PACK)
 
 
 def read_job_record(store: Path, job: str) -> JobRecord | None:
@@ -168,18 +180,42 @@ def jobs(store: Path) -> list[str]:
 
 
 def partitions(store: Path, job: str) -> list[Path]:
-    """The job's rank partitions, by rank (a rank-less one last)."""
+    """The job's rank partitions, by rank (a rank-less one last): its ranks' own folders, and
+    the places in its pack of the ranks that have none."""
     found = [
         p
         for p in job_dir(store, job).iterdir()
         if p.is_dir() and p.name.startswith("rank=") and (p / SUMMARY).is_file()
     ]
+    record = None
+    if (job_dir(store, job) / PACK).is_dir():
+        with contextlib.suppress(TraceviewError):  # a broken record is said where it is read
+            record = read_job_record(store, job)
+    if record is not None and record.packed:
+        own = {p.name for p in found}
+        pack = job_dir(store, job) / PACK
+        found += [pack / f"rank={k}" for k in record.packed if f"rank={k}" not in own]
 
-    def order(p: Path) -> tuple[int, int]:
-        key = p.name.removeprefix("rank=")
-        return (1, 0) if key == NO_RANK or not key.lstrip("-").isdigit() else (0, int(key))
+    return sorted(found, key=lambda p: rank_order(p.name.removeprefix("rank=")))
 
-    return sorted(found, key=order)
+
+def rank_order(key: str) -> tuple[int, int]:
+    """Rank keys in rank order, the rank-less one last."""
+    return (1, 0) if key == NO_RANK or not key.lstrip("-").isdigit() else (0, int(key))
+
+
+def is_packed(partition: Path) -> bool:
+    """The partition is a rank's place in its job's pack."""
+    return partition.parent.name == PACK
+
+
+def job_of(partition: Path) -> Path:
+    """The job folder a partition (or a place in its pack) belongs to."""
+    return partition.parent.parent if is_packed(partition) else partition.parent
+
+
+def store_of(partition: Path) -> Path:
+    return job_of(partition).parent
 
 
 def write_atomically(path: Path, data: bytes) -> None:

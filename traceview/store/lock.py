@@ -28,7 +28,7 @@ from pathlib import Path
 
 from traceview.errors import TraceviewError
 from traceview.remote import is_remote
-from traceview.store.layout import INCOMING, cannot_write
+from traceview.store.layout import INCOMING, PACK, cannot_write
 
 try:
     import fcntl
@@ -199,4 +199,10 @@ def _remove_leftovers(store: Path) -> None:
     for job in store.glob("job=*"):
         for aside in job.glob(".rank=*.old-*"):
             shutil.rmtree(aside, ignore_errors=True)
+        for aside in job.glob(f".{PACK}.old-*"):  # the only copy of its ranks, unless replaced
+            if (job / PACK).exists():
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                with suppress(OSError):
+                    aside.rename(job / PACK)
         shutil.rmtree(job / INCOMING, ignore_errors=True)  # where earlier traceviews wrote theirs

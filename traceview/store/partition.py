@@ -23,10 +23,12 @@ from traceview.plain import noun
 from traceview.remote import as_path, is_remote
 from traceview.store.layout import (
     NO_RANK,
+    PACK_SUMMARIES,
     STORE_VERSION,
     SUMMARY,
     TABLES,
     cannot_write,
+    is_packed,
 )
 from traceview.tables import (
     BREAKDOWN_COLUMNS,
@@ -107,8 +109,8 @@ class TableFile(msgspec.Struct, frozen=True):
 UNREADABLE_TABLE = (pl.exceptions.PolarsError, pl.exceptions.PanicException)
 
 
-def _table_file(path: Path) -> TableFile:
-    h = hashlib.blake2b(digest_size=16)  # as _digest, a block at a time
+def table_file(path: Path) -> TableFile:
+    h = hashlib.blake2b(digest_size=16)  # as digest, a block at a time
     with path.open("rb") as f:
         while block := f.read(1 << 20):
             h.update(block)
@@ -169,7 +171,7 @@ def write_partition(
         folder.mkdir(parents=True)
         for name, table in tables.items():
             table.write_parquet(folder / f"{name}.parquet")
-        files = {name: _table_file(folder / f"{name}.parquet") for name in tables}
+        files = {name: table_file(folder / f"{name}.parquet") for name in tables}
         stored = Stored(STORE_VERSION, __version__, source, comm_pattern, summary, files)
         (folder / SUMMARY).write_bytes(msgspec.json.encode(stored, enc_hook=_enc))
     except OSError as e:
@@ -187,38 +189,119 @@ def summary_digest(folder: Path) -> str:
     """The hash of the partition's summary.json, as its job record keeps it."""
     path = folder / SUMMARY
     try:
-        return _digest(path.read_bytes())
+        return digest(path.read_bytes())
     except OSError as e:
         raise unreadable(path, e) from None
 
 
-def _digest(data: bytes) -> str:
+def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def read_stored(folder: Path, accepted: tuple[str, ...] | None = None) -> Stored:
     """The partition's summary; checked against the hashes its job record accepts, where it
-    keeps them (a damaged summary is named, never read as other numbers)."""
+    keeps them (a damaged summary is named, never read as other numbers). A packed rank's
+    comes from its pack's summaries (read once while they are unchanged)."""
+    if is_packed(folder):
+        return _packed_summary(folder, accepted)
     path = folder / SUMMARY
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise unreadable(path, e) from None
-    if accepted and (found := _digest(data)) not in accepted:
-        raise TraceviewError(
-            f"{path}: damaged: not the summary stored at ingest (hash {found[:12]}…; its job "
-            f"record keeps {', '.join(d[:12] + '…' for d in accepted)}): ingest its trace again"
-        )
+    data = _summary_bytes(path, accepted)
     try:
         stored = msgspec.json.decode(data, type=Stored, dec_hook=_dec)
     except (msgspec.DecodeError, msgspec.ValidationError) as e:
         raise TraceviewError(f"{path}: not a partition summary ({e})") from None
+    return _readable(stored, path)
+
+
+def _summary_bytes(path: Path, accepted: tuple[str, ...] | None) -> bytes:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise unreadable(path, e) from None
+    if accepted and (found := digest(data)) not in accepted:
+        raise TraceviewError(
+            f"{path}: damaged: not the summary stored at ingest (hash {found[:12]}…; its job "
+            f"record keeps {', '.join(d[:12] + '…' for d in accepted)}): ingest its trace again"
+        )
+    return data
+
+
+# A pack's summaries and the tables checked, as last read in this process (by path, size and
+# modification time): its ranks are read one by one, and its files are the size of the job.
+_PACKS: dict[tuple[str, int, int], tuple[str, dict[str, Stored]]] = {}
+_CHECKED: dict[tuple[str, int, int], TableFile] = {}
+_KEPT = 8  # packs (and table files) remembered at once
+
+
+def _stat_key(path: Path) -> tuple[str, int, int]:
+    try:
+        stat = path.stat()
+    except OSError as e:
+        raise unreadable(path, e) from None
+    return str(path), stat.st_size, stat.st_mtime_ns
+
+
+def _remembered(memo: dict[Any, Any], key: Any, value: Any) -> Any:
+    if len(memo) >= _KEPT:
+        memo.clear()
+    memo[key] = value
+    return value
+
+
+def read_summaries(
+    folders: Sequence[Path], accepted: Sequence[tuple[str, ...] | None]
+) -> list[Stored | None]:
+    """read_stored of each partition, None where it fails (read alone, it says why); the
+    ranks of one pack with one look at its summaries."""
+    pack = {f.parent for f in folders}
+    if len(pack) == 1 and folders and is_packed(folders[0]) and len(set(accepted)) == 1:
+        try:
+            _packed_summary(folders[0], accepted[0])
+            _, ranks = _PACKS[_stat_key(folders[0].parent / PACK_SUMMARIES)]
+        except TraceviewError:
+            return [None] * len(folders)
+        found = [ranks.get(f.name.removeprefix("rank=")) for f in folders]
+        return [s if s is not None and s.store_version <= STORE_VERSION else None for s in found]
+    out: list[Stored | None] = []
+    for folder, sums in zip(folders, accepted, strict=True):
+        try:
+            out.append(read_stored(folder, sums))
+        except TraceviewError:
+            out.append(None)
+    return out
+
+
+def _packed_summary(place: Path, accepted: tuple[str, ...] | None) -> Stored:
+    path = place.parent / PACK_SUMMARIES
+    key = _stat_key(path)
+    if key not in _PACKS:
+        data = _summary_bytes(path, None)
+        try:
+            ranks = msgspec.json.decode(data, type=dict[str, Stored], dec_hook=_dec)
+        except (msgspec.DecodeError, msgspec.ValidationError) as e:
+            raise TraceviewError(f"{path}: not a pack's summaries ({e})") from None
+        _remembered(_PACKS, key, (digest(data), ranks))
+    held, ranks = _PACKS[key]
+    if accepted and held not in accepted:
+        _summary_bytes(path, accepted)  # says it, with the hashes
+    stored = ranks.get(place.name.removeprefix("rank="))
+    if stored is None:
+        raise TraceviewError(f"{place}: not in its job's pack ({path}): ingest the job again")
+    return _readable(stored, path)
+
+
+def _readable(stored: Stored, path: Path) -> Stored:
     if stored.store_version > STORE_VERSION:
         raise TraceviewError(
             f"{path}: store_version {stored.store_version} is newer than this traceview reads "
             f"({STORE_VERSION}): upgrade traceview"
         )
     return stored
+
+
+def encoded_summaries(ranks: dict[str, Stored]) -> bytes:
+    """A pack's summaries, by rank key, as its summaries.json holds them."""
+    return msgspec.json.encode(ranks, enc_hook=_enc)
 
 
 def same_summary(a: Any, b: Any) -> bool:
@@ -248,9 +331,13 @@ def check_table(folder: Path, name: str, stored: Stored | None) -> None:
     expected = stored.files.get(name) if stored is not None else None
     if expected is None:
         return
-    path = folder / f"{name}.parquet"
+    path = table_path(folder, name)
     try:
-        found = _table_file(path)
+        if is_packed(folder):  # hashed once for all its ranks
+            key = _stat_key(path)
+            found = _CHECKED.get(key) or _remembered(_CHECKED, key, table_file(path))
+        else:
+            found = table_file(path)
     except OSError as e:
         raise unreadable(path, e) from None
     if found != expected:
@@ -265,7 +352,7 @@ def check_whole(stored: Stored, folder: Path) -> None:
     """Every table of the partition is there, as it was written (or, for a partition that did
     not record its files, at least readable): a damaged one is made again, not kept."""
     for name in TABLES:
-        path = folder / f"{name}.parquet"
+        path = table_path(folder, name)
         try:
             if name in stored.files:
                 check_table(folder, name, stored)
@@ -285,9 +372,12 @@ def _table(
     stored: Stored | None = None,
 ) -> pl.DataFrame:
     check_table(folder, name, stored)
-    path = folder / f"{name}.parquet"
+    path = table_path(folder, name)
     try:
-        table = pl.read_parquet(path)
+        if is_packed(folder):  # its rows of the pack's (the pack's row groups by rank)
+            table = pl.scan_parquet(path).filter(_is_rank(rank)).drop("rank").collect()
+        else:
+            table = pl.read_parquet(path)
     except OSError as e:
         raise unreadable(path, e) from None
     except UNREADABLE_TABLE as e:
@@ -300,6 +390,15 @@ def _table(
     if missing:
         raise TraceviewError(f"{path}: lacks {noun(len(missing), 'column')} {', '.join(missing)}")
     return table.select(list(schema)).cast(schema)  # type: ignore[arg-type]
+
+
+def table_path(folder: Path, name: str) -> Path:
+    """Where a partition's table is: its own file, or its pack's (every packed rank's rows)."""
+    return (folder.parent if is_packed(folder) else folder) / f"{name}.parquet"
+
+
+def _is_rank(rank: int | None) -> pl.Expr:
+    return pl.col("rank").is_null() if rank is None else pl.col("rank") == rank
 
 
 def _first(e: BaseException) -> str:
@@ -330,6 +429,8 @@ def read_tables(
     files side by side, where a read each costs ~2 ms at 1,024 ranks — each partition's rows
     apart, in `folders`' order; None when they cannot be read so (then each is read alone, to
     say which one is at fault)."""
+    if any(is_packed(f) for f in folders):
+        return _packed_tables(folders, ranks, name, schema)
     paths = [str(folder / f"{name}.parquet") for folder in folders]
     try:
         together = pl.scan_parquet(paths, include_file_paths=_FILE, glob=False).collect()
@@ -345,6 +446,50 @@ def read_tables(
     apart = together.partition_by(_FILE, as_dict=True, include_key=False)
     empty = together.clear().drop(_FILE)
     return [apart.get((path,), empty) for path in paths]
+
+
+def _packed_tables(
+    places: Sequence[Path], ranks: Sequence[int | None], name: str, schema: dict[str, Any]
+) -> list[pl.DataFrame] | None:
+    """read_tables for ranks of one pack: its file read once, its rows split by rank."""
+    if len({p.parent for p in places}) > 1 or not all(is_packed(p) for p in places):
+        return None
+    path = table_path(places[0], name)
+    keep = pl.col("rank").is_in([r for r in ranks if r is not None])
+    if None in ranks:
+        keep = keep | pl.col("rank").is_null()
+    try:
+        together = pl.scan_parquet(path).filter(keep).collect()
+        if any(c not in together.columns for c in schema):
+            return None
+        columns = list(schema) if "rank" in schema else [*schema, "rank"]
+        together = together.select(columns).cast(schema)  # type: ignore[arg-type]
+    except (OSError, *UNREADABLE_TABLE):
+        return None
+    # (its columns in the schema's order, `rank` last where the schema has none: split as is)
+    # (as a list, its keys taken once: as a dict with the key kept, polars reads each
+    # partition's key again, a second a 10,000-rank job)
+    parts = together.partition_by("rank", maintain_order=True, include_key="rank" in schema)
+    keys = together.get_column("rank").unique(maintain_order=True).to_list()
+    apart = {(k,): part for k, part in zip(keys, parts, strict=True)}
+    empty = together.clear().select(list(schema))
+    return [apart.get((rank,), empty) for rank in ranks]
+
+
+def _step_breakdowns(steps: pl.DataFrame) -> tuple[StepBreakdown, ...]:
+    """The steps table's rows as the report holds them (read as tuples: a rank at a time, at
+    10,000 ranks, named rows or a select each cost seconds)."""
+    at = [steps.columns.index(c) for c in ("step", "partial", *BREAKDOWN_COLUMNS)]
+    return tuple(
+        StepBreakdown(
+            step=row[at[0]],
+            partial=row[at[1]],
+            breakdown=Breakdown(
+                **{k: row[i] for k, i in zip(BREAKDOWN_COLUMNS, at[2:], strict=True)}
+            ),
+        )
+        for row in steps.rows()
+    )
 
 
 def read_partition(
@@ -376,14 +521,7 @@ def read_partition(
     fields.update({f: as_path(fields[f]) for f in _PATH_FIELDS})
     return RankReport(
         **fields,
-        steps=tuple(
-            StepBreakdown(
-                step=row["step"],
-                partial=row["partial"],
-                breakdown=Breakdown(**{k: row[k] for k in BREAKDOWN_COLUMNS}),
-            )
-            for row in steps.iter_rows(named=True)
-        ),
+        steps=_step_breakdowns(steps),
         calls=tables["calls"]
         if "calls" in tables
         else _table(folder, "calls", CALLS_SCHEMA, summary.rank, stored),

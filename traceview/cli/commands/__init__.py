@@ -10,10 +10,12 @@ from traceview.cli.commands import (
     diff,
     export,
     ingest,
+    pack,
     ranks,
     report,
 )
 
 COMMANDS = (
-    analyze, collectives, ranks, critical_path, compare, diff, export, report, ingest, dashboard
+    analyze, collectives, ranks, critical_path, compare, diff, export, report, ingest, pack,
+    dashboard,
 )  # fmt: skip
