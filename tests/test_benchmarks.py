@@ -4,6 +4,7 @@ the benchmarks' to measure, not a test's: only that they run is checked here.)""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +43,21 @@ def test_a_benchmark_runs_at_a_small_size(tmp_path, script, rows):
     for line in table:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         assert all(any(ch.isdigit() for ch in c) for c in cells[-3:]), line
+
+
+@pytest.mark.browser
+def test_the_many_rank_benchmark_runs_at_a_small_size(tmp_path):
+    """bench_many_ranks.py at 4 ranks (its store is kept in bench_out/, as its 10,240's is):
+    each figure measured, against its target, and written as JSON."""
+    out = tmp_path / "figures.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_many_ranks.py"), "--ranks", "4", "--repeat", "1",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    document = json.loads(out.read_text())
+    assert set(document["figures"]) == {"analyze", "ranks", "collectives", "dashboard first page"}
+    assert all(f["wall_s"] > 0 for f in document["figures"].values())
+    assert all(document["figures"][c]["cpu_s"] > 0 for c in ("analyze", "ranks", "collectives"))
+    assert (document["ranks"] == 4 and "within" in done.stdout) or "OVER" in done.stdout

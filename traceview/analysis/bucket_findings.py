@@ -5,6 +5,7 @@ two are never said together, as one says smaller buckets and the other larger.""
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from traceview.analysis.buckets import GRADIENT_COLLECTIVES
@@ -221,19 +222,31 @@ def _gradient_exposure(job: JobReport) -> pl.DataFrame:
     time where the ranks are aligned (waiting for a late rank is not the bucket's) — and
     whether it ended after the backward pass's compute; all ranks in one frame (a frame per
     rank costs seconds at 1,024 ranks)."""
-    ends, calls = [], []
+    ends, calls, ats = [], [], []
     for at, r in enumerate(job.ranks):
         if r.backward_tails and r.calls.height:
             ends += [(at, t.step, t.backward_end_ns) for t in r.backward_tails]
-            calls.append(r.calls.select("rank", "index", "step", "end_ns", "exposed_share_ns",
-                                        "module", "backward", "collective",
-                                        at=pl.lit(at)))  # fmt: skip
+            calls.append(r.calls)
+            ats.append(at)
     schema = {"exposed": pl.Int64, "late": pl.Boolean, "module": pl.String}
     if not calls:
         return pl.DataFrame(schema=schema)
     backward = pl.DataFrame(ends, schema=["at", "step", "backward_end_ns"], orient="row")
-    grads = pl.concat(calls).filter(
-        pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES)
+    rank_at = np.repeat(np.asarray(ats, dtype=np.int32), [c.height for c in calls])
+    grads = (
+        pl.concat(calls, how="vertical_relaxed")
+        .select(
+            "rank",
+            "index",
+            "step",
+            "end_ns",
+            "exposed_share_ns",
+            "module",
+            "backward",
+            "collective",
+            at=pl.Series(rank_at),
+        )
+        .filter(pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES))
     )
     exposed = pl.col("exposed_share_ns").fill_null(0)
     if job.aligned:
