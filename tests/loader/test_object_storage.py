@@ -176,10 +176,13 @@ def test_a_store_copied_into_a_bucket_reads_as_on_disk(s3, tmp_path):
     env, client, _ = s3
     store = tmp_path / "S"
     assert traceview("ingest", DP4, "--store", store).code == 0
-    url = _upload(client, store, "stores/S")
-    for command in ("analyze", "ranks"):
-        remote = _located(_json(env, command, url), url, "STORE")
-        assert remote == _located(_json(env, command, store), store, "STORE"), command
+    loose = _upload(client, store, "stores/S")  # a partition per rank
+    assert traceview("pack", store).code == 0
+    packed = _upload(client, store, "stores/P")  # the job packed
+    for url in (loose, packed):
+        for command in ("analyze", "ranks"):
+            remote = _located(_json(env, command, url), url, "STORE")
+            assert remote == _located(_json(env, command, store), store, "STORE"), command
 
 
 @pytest.mark.cli

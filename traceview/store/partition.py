@@ -375,9 +375,9 @@ def _table(
     path = table_path(folder, name)
     try:
         if is_packed(folder):  # its rows of the pack's (the pack's row groups by rank)
-            table = pl.scan_parquet(path).filter(_is_rank(rank)).drop("rank").collect()
+            table = pl.scan_parquet(str(path)).filter(_is_rank(rank)).drop("rank").collect()
         else:
-            table = pl.read_parquet(path)
+            table = pl.read_parquet(str(path))
     except OSError as e:
         raise unreadable(path, e) from None
     except UNREADABLE_TABLE as e:
@@ -459,7 +459,7 @@ def _packed_tables(
     if None in ranks:
         keep = keep | pl.col("rank").is_null()
     try:
-        together = pl.scan_parquet(path).filter(keep).collect()
+        together = pl.scan_parquet(str(path)).filter(keep).collect()
         if any(c not in together.columns for c in schema):
             return None
         columns = list(schema) if "rank" in schema else [*schema, "rank"]
