@@ -234,7 +234,7 @@ def _gradient_exposure(job: JobReport) -> pl.DataFrame:
     backward = pl.DataFrame(ends, schema=["at", "step", "backward_end_ns"], orient="row")
     rank_at = np.repeat(np.asarray(ats, dtype=np.int32), [c.height for c in calls])
     grads = (
-        pl.concat(calls, how="vertical_relaxed")
+        pl.concat(calls, how="vertical_relaxed", rechunk=True)
         .select(
             "rank",
             "index",

@@ -171,7 +171,7 @@ class Job(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             for i, frame in zip(missing, read, strict=True):
                 frames[i] = frame
         kept = [f for f in frames if f is not None]
-        return pl.concat(kept) if kept else pl.DataFrame(schema=WORK_SCHEMA)
+        return pl.concat(kept, rechunk=True) if kept else pl.DataFrame(schema=WORK_SCHEMA)
 
     @cached_property
     def intervals(self) -> pl.DataFrame:
@@ -190,7 +190,7 @@ class Job(msgspec.Struct, frozen=True, kw_only=True, dict=True):
             for k, frame in zip(missing, read, strict=True):
                 frames[k] = frame
         kept = [f for f in frames if f is not None]
-        return pl.concat(kept) if kept else pl.DataFrame(schema=INTERVALS_SCHEMA)
+        return pl.concat(kept, rechunk=True) if kept else pl.DataFrame(schema=INTERVALS_SCHEMA)
 
     def _read_intervals(self, indexes: list[int]) -> list[pl.DataFrame | None]:
         if self.options is None or len(self.rank_files) != len(self.ranks):
