@@ -200,9 +200,8 @@ def ingest(
                 root, zip(sources, names, strict=True), by_trace, unchanged, shard
             )
             for name in names:  # a job of many ranks is read as a handful of files
-                folder = layout.job_dir(root, name)
-                if folder.is_dir() and len(layout.partitions(root, name)) >= PACK_FROM_RANKS:
-                    pack_job(root, name, incoming)
+                if layout.job_dir(root, name).is_dir():
+                    pack_job(root, name, incoming, from_ranks=PACK_FROM_RANKS)
     return Ingested(
         store=root,
         jobs=tuple(names),

@@ -170,11 +170,11 @@ def _stored_run(store: Path, job: str, within: Path | None) -> RunSource:
     """A job's partitions; one that links out of `within` is not read (the job's record then
     says that rank is missing)."""
     layout.open_store(store)
-    places = layout.partitions(store, job)
-    packs = {p.parent for p in places if layout.is_packed(p)}  # its ranks: inside as it is
-    inside = {pack: _inside(pack, within) for pack in packs}
+    pack_inside = _inside(layout.job_dir(store, job) / layout.PACK, within)  # so its ranks
     partitions = tuple(
-        p for p in places if (inside[p.parent] if p.parent in inside else _inside(p, within))
+        p
+        for p in layout.partitions(store, job)
+        if (pack_inside if layout.is_packed(p) else _inside(p, within))
     )
     return RunSource(layout.job_dir(store, job), partitions, stored=True)
 

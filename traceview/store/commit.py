@@ -14,6 +14,7 @@ import msgspec
 from traceview.errors import TraceviewError
 from traceview.parse.run_record import RUN_RECORD
 from traceview.store import layout, shards
+from traceview.store.completeness import accepted_summaries
 from traceview.store.partition import (
     Source,
     check_current,
@@ -157,11 +158,10 @@ def known_partitions(root: Path, job: str) -> list[Known]:
     if not layout.job_dir(root, job).is_dir():
         return []
     out = []
-    record = job_record(root, job)
-    for folder in layout.partitions(root, job):
-        key = layout.PACK if layout.is_packed(folder) else folder.name.removeprefix("rank=")
+    places = layout.partitions(root, job)
+    for folder, accepted in zip(places, accepted_summaries(places), strict=True):
         try:
-            stored = read_stored(folder, record.summaries.get(key) if record else None)
+            stored = read_stored(folder, accepted)
             check_current(stored, folder)
             check_whole(stored, folder)
         except TraceviewError:

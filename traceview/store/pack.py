@@ -22,6 +22,7 @@ from traceview.store.partition import (
     check_whole,
     digest,
     encoded_summaries,
+    of_ranks,
     read_stored,
     table_file,
     table_path,
@@ -34,14 +35,15 @@ _FILE = "_file"
 _ROW_GROUP = 1 << 16  # rows: a rank's intervals are read from the row groups that hold them
 
 
-def pack_job(root: Path, job: str, incoming: Path) -> int:
+def pack_job(root: Path, job: str, incoming: Path, from_ranks: int = 0) -> int:
     """(Under the writer lock.) The job's ranks that have partitions of their own into its
-    pack, with those it holds; how many ranks the pack holds now (0: nothing was packed).
-    A damaged or outdated partition is left as it is (reading it says so); a damaged pack is
-    not packed again (its ranks would be lost): reading it says so."""
+    pack, with those it holds, where it has `from_ranks` ranks or more; how many ranks the
+    pack holds now (0: nothing was packed). A damaged or outdated partition is left as it is
+    (reading it says so); a damaged pack is not packed again (its ranks would be lost):
+    reading it says so."""
     record = commit.job_record(root, job)
     places = layout.partitions(root, job)
-    if record is None or not any(not layout.is_packed(p) for p in places):
+    if record is None or len(places) < from_ranks or all(layout.is_packed(p) for p in places):
         return 0
     summaries: dict[str, Stored] = {}
     packing: list[Path] = []
@@ -56,26 +58,21 @@ def pack_job(root: Path, job: str, incoming: Path) -> int:
             continue
         summaries[layout.rank_key(stored.report.rank)] = stored
         packing.append(place)
-    if not any(not layout.is_packed(p) for p in packing):
+    if all(layout.is_packed(p) for p in packing):
         return 0
     made = incoming / f"{layout.PACK}-{job}"
     made.mkdir()
+    ranks_of = [s.report.rank for s in summaries.values()]  # in `packing`'s order
     files = {}
     for name in layout.TABLES:
         path = made / f"{name}.parquet"
-        _rows(packing, [summaries[_key(p)].report.rank for p in packing], name).write_parquet(
-            path, row_group_size=_ROW_GROUP
-        )
+        _rows(packing, ranks_of, name).write_parquet(path, row_group_size=_ROW_GROUP)
         files[name] = table_file(path)
     ranks = {k: msgspec.structs.replace(s, files=files) for k, s in summaries.items()}
     data = encoded_summaries(ranks)
     (made / layout.PACK_SUMMARIES).write_bytes(data)
     _put_in_place(root, job, record, made, ranks, data, packing)
     return len(ranks)
-
-
-def _key(place: Path) -> str:
-    return place.name.removeprefix("rank=")
 
 
 def _rows(places: Sequence[Path], ranks: Sequence[int | None], name: str) -> pl.DataFrame:
@@ -86,11 +83,8 @@ def _rows(places: Sequence[Path], ranks: Sequence[int | None], name: str) -> pl.
     parts: list[pl.DataFrame] = []
     packed = {r for p, r in zip(places, ranks, strict=True) if layout.is_packed(p)}
     if packed:
-        keep = pl.col("rank").is_in([r for r in packed if r is not None])
-        if None in packed:
-            keep = keep | pl.col("rank").is_null()
         pack = next(p for p in places if layout.is_packed(p))
-        parts.append(pl.scan_parquet(table_path(pack, name)).filter(keep).collect())
+        parts.append(pl.scan_parquet(table_path(pack, name)).filter(of_ranks(packed)).collect())
     if own:
         paths = [str(table_path(p, name)) for p in own]
         try:

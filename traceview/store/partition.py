@@ -8,7 +8,7 @@ import hashlib
 import os
 import re
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -253,11 +253,10 @@ def read_summaries(
 ) -> list[Stored | None]:
     """read_stored of each partition, None where it fails (read alone, it says why); the
     ranks of one pack with one look at its summaries."""
-    pack = {f.parent for f in folders}
-    if len(pack) == 1 and folders and is_packed(folders[0]) and len(set(accepted)) == 1:
+    packs = {f.parent for f in folders}
+    if len(packs) == 1 and folders and is_packed(folders[0]) and len(set(accepted)) == 1:
         try:
-            _packed_summary(folders[0], accepted[0])
-            _, ranks = _PACKS[_stat_key(folders[0].parent / PACK_SUMMARIES)]
+            ranks = _pack_summaries(packs.pop(), accepted[0])
         except TraceviewError:
             return [None] * len(folders)
         found = [ranks.get(f.name.removeprefix("rank=")) for f in folders]
@@ -271,8 +270,9 @@ def read_summaries(
     return out
 
 
-def _packed_summary(place: Path, accepted: tuple[str, ...] | None) -> Stored:
-    path = place.parent / PACK_SUMMARIES
+def _pack_summaries(pack: Path, accepted: tuple[str, ...] | None) -> dict[str, Stored]:
+    """A pack's summaries by rank key, checked against the hashes its job record accepts."""
+    path = pack / PACK_SUMMARIES
     key = _stat_key(path)
     if key not in _PACKS:
         data = _summary_bytes(path, None)
@@ -284,7 +284,12 @@ def _packed_summary(place: Path, accepted: tuple[str, ...] | None) -> Stored:
     held, ranks = _PACKS[key]
     if accepted and held not in accepted:
         _summary_bytes(path, accepted)  # says it, with the hashes
-    stored = ranks.get(place.name.removeprefix("rank="))
+    return ranks
+
+
+def _packed_summary(place: Path, accepted: tuple[str, ...] | None) -> Stored:
+    stored = _pack_summaries(place.parent, accepted).get(place.name.removeprefix("rank="))
+    path = place.parent / PACK_SUMMARIES
     if stored is None:
         raise TraceviewError(f"{place}: not in its job's pack ({path}): ingest the job again")
     return _readable(stored, path)
@@ -375,7 +380,7 @@ def _table(
     path = table_path(folder, name)
     try:
         if is_packed(folder):  # its rows of the pack's (the pack's row groups by rank)
-            table = pl.scan_parquet(str(path)).filter(_is_rank(rank)).drop("rank").collect()
+            table = pl.scan_parquet(str(path)).filter(of_ranks([rank])).drop("rank").collect()
         else:
             table = pl.read_parquet(str(path))
     except OSError as e:
@@ -397,8 +402,11 @@ def table_path(folder: Path, name: str) -> Path:
     return (folder.parent if is_packed(folder) else folder) / f"{name}.parquet"
 
 
-def _is_rank(rank: int | None) -> pl.Expr:
-    return pl.col("rank").is_null() if rank is None else pl.col("rank") == rank
+def of_ranks(ranks: Iterable[int | None]) -> pl.Expr:
+    """A pack's rows of these ranks (None: the rank-less trace's)."""
+    wanted = set(ranks)
+    keep = pl.col("rank").is_in([r for r in wanted if r is not None])
+    return keep | pl.col("rank").is_null() if None in wanted else keep
 
 
 def _first(e: BaseException) -> str:
@@ -455,20 +463,17 @@ def _packed_tables(
     if len({p.parent for p in places}) > 1 or not all(is_packed(p) for p in places):
         return None
     path = table_path(places[0], name)
-    keep = pl.col("rank").is_in([r for r in ranks if r is not None])
-    if None in ranks:
-        keep = keep | pl.col("rank").is_null()
     try:
-        together = pl.scan_parquet(str(path)).filter(keep).collect()
+        together = pl.scan_parquet(str(path)).filter(of_ranks(ranks)).collect()
         if any(c not in together.columns for c in schema):
             return None
         columns = list(schema) if "rank" in schema else [*schema, "rank"]
         together = together.select(columns).cast(schema)  # type: ignore[arg-type]
     except (OSError, *UNREADABLE_TABLE):
         return None
-    # (its columns in the schema's order, `rank` last where the schema has none: split as is)
-    # (as a list, its keys taken once: as a dict with the key kept, polars reads each
-    # partition's key again, a second a 10,000-rank job)
+    # Split in the schema's column order (`rank` last where it has none), as a list with its
+    # keys taken once: as a dict keeping the key, polars reads each part's key again (a second
+    # at 10,000 ranks).
     parts = together.partition_by("rank", maintain_order=True, include_key="rank" in schema)
     keys = together.get_column("rank").unique(maintain_order=True).to_list()
     apart = {(k,): part for k, part in zip(keys, parts, strict=True)}
