@@ -13,6 +13,8 @@ import subprocess
 import pytest
 from hypothesis import settings
 
+from tests.s3_endpoint import s3  # noqa: F401 (a fixture: an S3 endpoint on 127.0.0.1)
+
 GROUPS = ("cli", "torchrun", "ray", "browser", "dashboard", "slow")
 
 settings.register_profile("ci", derandomize=True, print_blob=True)

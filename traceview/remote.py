@@ -44,14 +44,6 @@ def is_remote(value: object) -> bool:
     return upath is not None and isinstance(value, upath.UPath)
 
 
-# Why a store is written on disk, and what to do instead: every command reads a copied one.
-STORE_ON_DISK = "a store is written on a local or shared file system (its commits take file locks)"
-STORE_IN_A_BUCKET = (
-    "ingest into a store on disk, then copy it into the bucket (aws s3 sync STORE s3://…), "
-    "where every command reads it"
-)
-
-
 def local_only(raw: str | Path, why_local: str, instead: str) -> None:
     """Refuse a location in object storage where traceview writes, saying why it must be on a
     file system and what to do `instead`."""

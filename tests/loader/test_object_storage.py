@@ -9,83 +9,21 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import botocore.exceptions
 import pytest
 
 from tests.cli.run_cli import traceview
-from tests.procs import wait_gone
+from tests.s3_endpoint import BUCKET, free_port, keys, upload
 from tests.store.test_store import FIXTURES, SWEEP
 from traceview.errors import TraceviewError
+from traceview.loader.ingest import ingest, ingest_one
 from traceview.remote import as_path, is_url, local_only, storage_error
 
-BUCKET = "traces"
 DP4 = SWEEP / "ddp-dp4"  # four rank traces and a run record
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """An S3 endpoint on 127.0.0.1 holding the bucket `traces` (stopped by its id after)."""
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("s3") / "server.log"
-    log = log_path.open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    env = {
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    try:
-        client = _client(env)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                client.create_bucket(Bucket=BUCKET)
-                break
-            except botocore.exceptions.EndpointConnectionError:
-                assert time.monotonic() < deadline, "the S3 server did not start"
-                time.sleep(0.2)
-        yield env, client, log_path
-    finally:
-        server.terminate()
-        assert not wait_gone([server.pid], 20)
-        server.wait()
-        log.close()
-
-
-def _client(env: dict[str, str]):
-    import boto3
-
-    return boto3.client(
-        "s3",
-        endpoint_url=env["AWS_ENDPOINT_URL"],
-        aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
-        region_name=env["AWS_DEFAULT_REGION"],
-    )
-
-
-def _upload(client, folder: Path, prefix: str) -> str:
-    """Every file below `folder` into the bucket under `prefix`; its URL."""
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        client.upload_file(str(path), BUCKET, f"{prefix}/{path.relative_to(folder)}")
-    return f"s3://{BUCKET}/{prefix}"
 
 
 def _json(env: dict[str, str], *args: str | Path) -> dict:
@@ -102,7 +40,7 @@ def _located(doc: object, where: str | Path, name: str) -> object:
 @pytest.mark.cli
 def test_a_job_in_a_bucket_gives_the_local_result(s3):
     env, client, _ = s3
-    url = _upload(client, DP4, "jobs/ddp-dp4")
+    url = upload(client, DP4, "jobs/ddp-dp4")
     for command in ("analyze", "ranks", "collectives", "critical-path"):
         remote = _located(_json(env, command, url), url, "JOB")
         local = _located(_json(env, command, DP4), DP4, "JOB")
@@ -113,11 +51,11 @@ def test_a_job_in_a_bucket_gives_the_local_result(s3):
 @pytest.mark.cli
 def test_a_sweep_and_lone_traces_in_a_bucket_give_the_local_result(s3):
     env, client, _ = s3
-    url = _upload(client, SWEEP, "sweeps/cpu")
+    url = upload(client, SWEEP, "sweeps/cpu")
     remote = _located(_json(env, "compare", url), url, "SWEEP")
     assert remote == _located(_json(env, "compare", SWEEP), SWEEP, "SWEEP")
     pair = FIXTURES / "nccl_sampled_w128"  # two ranks of 128: the caveat comes too
-    url = _upload(client, pair, "lone")
+    url = upload(client, pair, "lone")
     remote = _located(
         _json(env, "analyze", f"{url}/rank0.json.gz", f"{url}/rank1.json.gz"), url, "D"
     )
@@ -128,7 +66,7 @@ def test_a_sweep_and_lone_traces_in_a_bucket_give_the_local_result(s3):
 @pytest.mark.cli
 def test_ingest_from_a_bucket_stores_the_job_and_sees_what_changed(s3, tmp_path):
     env, client, _ = s3
-    url = _upload(client, DP4, "ingest/ddp-dp4")
+    url = upload(client, DP4, "ingest/ddp-dp4")
     store = tmp_path / "S"
     done = traceview("ingest", url, "--store", store, env=env)
     assert done.code == 0, done.err
@@ -151,7 +89,7 @@ def test_ingest_from_a_bucket_stores_the_job_and_sees_what_changed(s3, tmp_path)
 @pytest.mark.cli
 def test_two_shards_read_from_a_bucket_at_once_make_one_store(s3, tmp_path):
     env, client, _ = s3
-    url = _upload(client, DP4, "shards/ddp-dp4")
+    url = upload(client, DP4, "shards/ddp-dp4")
     store = tmp_path / "S"
     started = []
     for k in (1, 2):  # as two tasks of a scheduler's array, each with the variables
@@ -176,13 +114,18 @@ def test_a_store_copied_into_a_bucket_reads_as_on_disk(s3, tmp_path):
     env, client, _ = s3
     store = tmp_path / "S"
     assert traceview("ingest", DP4, "--store", store).code == 0
-    loose = _upload(client, store, "stores/S")  # a partition per rank
+    loose = upload(client, store, "stores/S")  # a partition per rank
     assert traceview("pack", store).code == 0
-    packed = _upload(client, store, "stores/P")  # the job packed
+    packed = upload(client, store, "stores/P")  # the job packed
     for url in (loose, packed):
         for command in ("analyze", "ranks"):
             remote = _located(_json(env, command, url), url, "STORE")
             assert remote == _located(_json(env, command, store), store, "STORE"), command
+    # The copy of a partition per rank, packed in the bucket: read the same, a handful of files.
+    assert traceview("pack", loose, env=env).code == 0
+    assert not [k for k in keys(client, "stores/S/") if "/rank=" in k]
+    remote = _located(_json(env, "analyze", loose), loose, "STORE")
+    assert remote == _located(_json(env, "analyze", store), store, "STORE")
 
 
 @pytest.mark.cli
@@ -190,19 +133,19 @@ def test_what_cannot_be_read_or_written_there_is_one_line_and_nothing_is_made(s3
     env, _, _ = s3
     missing = traceview("analyze", f"s3://{BUCKET}/no/such/job", env=env)
     assert missing.code == 2 and missing.err.strip().endswith("no such file or folder")
-    away = {**env, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{_free_port()}"}
+    away = {**env, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"}
     unreachable = traceview("analyze", f"s3://{BUCKET}/jobs", env=away)
     assert unreachable.code == 2, unreachable.err
     assert unreachable.err.count("\n") == 1 and "Traceback" not in unreachable.err
     assert "could not be reached" in unreachable.err and "AWS_ENDPOINT_URL" in unreachable.err
-    url = _upload(s3[1], DP4, "refused/ddp-dp4")
-    for args in (
-        ("ingest", DP4, "--store", f"s3://{BUCKET}/store"),
-        ("analyze", url, "--output", f"s3://{BUCKET}/out.txt"),
+    url = upload(s3[1], DP4, "refused/ddp-dp4")
+    for args, said in (
+        (("analyze", url, "--output", f"s3://{BUCKET}/out.txt"), "not in object storage"),
+        (("ingest", DP4, "--store", "gs://b/store"), "in an S3 bucket"),
     ):
         done = traceview(*args, cwd=tmp_path, env=env)
         assert done.code == 2 and done.err.count("\n") == 1, done.err
-        assert "not in object storage" in done.err
+        assert said in done.err
     assert list(tmp_path.iterdir()) == []  # no local folder named after the URL
 
 
@@ -215,6 +158,10 @@ def test_a_url_names_object_storage_and_each_protocol_its_library():
     with pytest.raises(TraceviewError, match=r"not in object storage"):
         local_only("az://c/store", "a store is written on disk", "ingest there")
     local_only("store", "a store is written on disk", "ingest there")  # a local path is fine
+    with pytest.raises(TraceviewError, match=r"profiler handler .* not in object storage"):
+        ingest_one(DP4 / "rank0.pt.trace.json.gz", "s3://b/store", "job")
+    with pytest.raises(TraceviewError, match=r"with the local engine, or with --shard"):
+        ingest([DP4], "s3://b/store", engine="ray")
     refused = botocore.exceptions.EndpointConnectionError(endpoint_url="http://127.0.0.1:1")
     said = storage_error(refused, "s3://b/k")
     assert said is not None and said.message.startswith("s3://b/k: object storage refused")

@@ -8,6 +8,7 @@ whole is not parsed again."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
@@ -35,8 +36,9 @@ from traceview.loader.sources import RunSource, check_one_job, find_runs, ran_to
 from traceview.loader.workers import map_in_processes
 from traceview.parse.run_record import incomplete_run
 from traceview.parse.stream import MAX_EVENT_BYTES
-from traceview.remote import STORE_IN_A_BUCKET, STORE_ON_DISK, is_url, local_only
+from traceview.remote import is_remote, is_url, local_only
 from traceview.store import commit, layout, lock, shards
+from traceview.store.bucket import open_bucket_store, staged
 from traceview.store.pack import PACK_FROM_RANKS, pack_job
 from traceview.store.partition import Source, source_of, write_partition
 from traceview.store.shards import Shard, files_of
@@ -141,8 +143,15 @@ def ingest(
             "--shard splits an ingest among a scheduler's tasks; --engine ray splits it itself: "
             "use one or the other"
         )
-    local_only(store, STORE_ON_DISK, STORE_IN_A_BUCKET)
-    root = layout.open_store(Path(store), create=True)
+    in_bucket = is_url(store)
+    if in_bucket and engine == "ray":
+        raise TraceviewError(
+            f"{store}: Ray's workers write partitions into the store's own folder, which a "
+            "bucket has not: ingest into a bucket with the local engine, or with --shard tasks"
+        )
+    root = (
+        open_bucket_store(str(store)) if in_bucket else layout.open_store(Path(store), create=True)
+    )
     away = [  # (not here, or not all here: on the cluster's nodes' own disks)
         str(p)
         for p in paths
@@ -173,13 +182,19 @@ def ingest(
             f"two runs would be job {twice[0]!r} in the store: ingest them one at a time with "
             "--job NAME"
         )
-    with lock.own_folder(root) as incoming:
+    with ExitStack() as stack:
+        # A store in a bucket is committed in a stage of its own on disk, then published.
+        bucket = stack.enter_context(staged(root)) if in_bucket else None
+        target = bucket.stage if bucket is not None else root  # where partitions are placed
+        incoming = stack.enter_context(lock.own_folder(target))
         tasks, unchanged = [], {}
         for source, name in zip(sources, names, strict=True):
-            with lock.reading([root], on_wait=on_wait):  # not while a commit is under way
-                known = commit.known_partitions(root, name)
+            with lock.reading([target], on_wait=on_wait):  # not while a commit is under way
+                if bucket is not None:
+                    bucket.copy(name)
+                known = commit.known_partitions(target, name)
                 if shard is not None:  # another N than the job's shards so far: before any work
-                    shards.recorded(commit.job_record(root, name), shard, len(source.files), name)
+                    shards.recorded(commit.job_record(target, name), shard, len(source.files), name)
             mine = source.files if shard is None else files_of(source.files, shard)
             for i, path in enumerate(mine):
                 found = commit.unchanged(path, known, comm_pattern)
@@ -192,16 +207,22 @@ def ingest(
         unwritable = [o.cannot_write for o in outcomes if isinstance(o, Failure) and o.cannot_write]
         if unwritable:  # a full disk, say: nothing goes into place
             raise TraceviewError(
-                f"{root}: cannot write ({unwritable[0]}); nothing in the store was changed"
+                f"{target}: cannot write ({unwritable[0]}); nothing in the store was changed"
             )
         by_trace = {task[0]: o for task, o in zip(tasks, outcomes, strict=True)}
-        with lock.writer(root, on_wait=on_wait):
+        committing = (
+            bucket.committing(names, on_wait)
+            if bucket is not None
+            else lock.writer(root, on_wait=on_wait)
+        )
+        with committing:
             written, failures, skipped = _commit_jobs(
-                root, zip(sources, names, strict=True), by_trace, unchanged, shard
+                target, zip(sources, names, strict=True), by_trace, unchanged, shard
             )
             for name in names:  # a job of many ranks is read as a handful of files
-                if layout.job_dir(root, name).is_dir():
-                    pack_job(root, name, incoming, from_ranks=PACK_FROM_RANKS)
+                if layout.job_dir(target, name).is_dir():  # (in a bucket: every job, whole)
+                    pack_job(target, name, incoming, 0 if bucket else PACK_FROM_RANKS)
+        written = tuple(root / w.relative_to(target) for w in written)
     return Ingested(
         store=root,
         jobs=tuple(names),
@@ -315,6 +336,13 @@ def ingest_one(trace: Path, store: str | Path, job: str, comm_pattern: str | Non
     the rank that wrote the trace); its partition's folder. The job's other ranks may be
     storing theirs at the same time. A trace that cannot be stored is recorded as such (the
     job, read, says so) and raised."""
+    local_only(
+        store,
+        "the profiler handler stores each rank's trace as it is written, into a store on a file "
+        "system",
+        "ingest the run's traces into the bucket's store when it is done (traceview ingest "
+        "FOLDER --store s3://…)",
+    )
     root = layout.open_store(Path(store), create=True)
     layout.check_job_name(job)
     with lock.own_folder(root) as incoming:
@@ -350,7 +378,7 @@ def _sources(paths: Sequence[str | Path], root: Path) -> list[RunSource]:
         for f in source.files:
             if is_stream(f):
                 raise TraceviewError(f"{f}: ingest reads trace files, not streams")
-            if f.resolve().is_relative_to(root.resolve()):
+            if is_remote(f) == is_remote(root) and f.resolve().is_relative_to(root.resolve()):
                 raise TraceviewError(f"{f}: inside the store")
     return sources
 

@@ -170,11 +170,14 @@ def _stored_run(store: Path, job: str, within: Path | None) -> RunSource:
     """A job's partitions; one that links out of `within` is not read (the job's record then
     says that rank is missing)."""
     layout.open_store(store)
-    pack_inside = _inside(layout.job_dir(store, job) / layout.PACK, within)  # so its ranks
+    places = layout.partitions(store, job)
+    packed = [layout.is_packed(p) for p in places]
+    # A job has one pack: its folder looked at once for all its ranks.
+    pack_inside = any(packed) and _inside(places[packed.index(True)].parent, within)
     partitions = tuple(
         p
-        for p in layout.partitions(store, job)
-        if (pack_inside if layout.is_packed(p) else _inside(p, within))
+        for p, in_pack in zip(places, packed, strict=True)
+        if (pack_inside if in_pack else _inside(p, within))
     )
     return RunSource(layout.job_dir(store, job), partitions, stored=True)
 

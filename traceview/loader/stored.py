@@ -109,7 +109,7 @@ def batches(partitions: Sequence[Path]) -> Iterator[tuple[int, int]]:
     """(first, end) of each batch of `partitions` whose tables are read together: up to BATCH
     ranks' own partitions, or every rank of one pack (its files are read once)."""
     parents = [p.parent for p in partitions]
-    packs = [parent if parent.name == layout.PACK else None for parent in parents]
+    packs = [parent if layout.is_pack_name(parent.name) else None for parent in parents]
     first = 0
     while first < len(partitions):
         pack, last = packs[first], first + 1
@@ -140,7 +140,7 @@ def _as_stored(
         for folder, stored in zip(folders, summaries, strict=True):
             for name in names:
                 parent = folder.parent
-                place = parent if parent.name == layout.PACK else folder
+                place = parent if layout.is_pack_name(parent.name) else folder
                 key = (place, name, stored.files.get(name) if stored else None)
                 if key not in checked:
                     check_table(folder, name, stored)

@@ -11,6 +11,7 @@ job, hive-style, so polars, DuckDB and Spark read the store as tables without tr
     STORE/job=<job>/rank=<r>/intervals.parquet  the model (INTERVALS_SCHEMA)
     STORE/job=<job>/pack/summaries.json   a packed job's ranks' summaries, by rank
     STORE/job=<job>/pack/<table>.parquet  their tables, one file each, with a `rank` column
+    (in a bucket, the pack's folder is `pack-<id>`, a new one per commit: store/bucket.py)
 
 A job of many ranks is packed (store/pack.py): its partitions' files become the pack's few, so
 a command reads a handful of files, not five per rank. Each rank lives in one place: its own
@@ -43,6 +44,7 @@ TABLES = ("steps", "calls", "work", "intervals")  # RankReport's fields kept as 
 NO_RANK = "__HIVE_DEFAULT_PARTITION__"
 INCOMING = ".incoming"  # each writer's partitions, before they are moved into place
 PACK = "pack"  # a job's packed ranks (and, in its job record, the key of their summaries)
+PACK_IN_BUCKET = f"{PACK}-"  # + an id: a pack in a bucket, which no commit ever rewrites
 PACK_SUMMARIES = "summaries.json"
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
 
@@ -82,6 +84,7 @@ class JobRecord(msgspec.Struct, frozen=True):
     summaries: dict[str, tuple[str, ...]] = {}
     shards: Shards | None = None  # None: ingested whole
     packed: tuple[str, ...] = ()  # the rank keys the job's pack holds (in `summaries`: PACK)
+    pack: str = PACK  # the pack's folder: PACK on disk, PACK_IN_BUCKET + an id in a bucket
 
 
 def read_job_record(store: Path, job: str) -> JobRecord | None:
@@ -182,18 +185,17 @@ def jobs(store: Path) -> list[str]:
 def partitions(store: Path, job: str) -> list[Path]:
     """The job's rank partitions, by rank (a rank-less one last): its ranks' own folders, and
     the places in its pack of the ranks that have none."""
+    entries = list(job_dir(store, job).iterdir())
     found = [
-        p
-        for p in job_dir(store, job).iterdir()
-        if p.is_dir() and p.name.startswith("rank=") and (p / SUMMARY).is_file()
+        p for p in entries if p.name.startswith("rank=") and p.is_dir() and (p / SUMMARY).is_file()
     ]
     record = None
-    if (job_dir(store, job) / PACK).is_dir():
+    if any(is_pack_name(p.name) for p in entries):
         with contextlib.suppress(TraceviewError):  # a broken record is said where it is read
             record = read_job_record(store, job)
     if record is not None and record.packed:
         own = {p.name for p in found}
-        pack = job_dir(store, job) / PACK
+        pack = job_dir(store, job) / record.pack
         found += [pack / f"rank={k}" for k in record.packed if f"rank={k}" not in own]
 
     return sorted(found, key=lambda p: rank_order(p.name.removeprefix("rank=")))
@@ -204,9 +206,14 @@ def rank_order(key: str) -> tuple[int, int]:
     return (1, 0) if key == NO_RANK or not key.lstrip("-").isdigit() else (0, int(key))
 
 
+def is_pack_name(name: str) -> bool:
+    """`name` is a pack's folder (PACK, or PACK_IN_BUCKET + an id)."""
+    return name == PACK or name.startswith(PACK_IN_BUCKET)
+
+
 def is_packed(partition: Path) -> bool:
     """The partition is a rank's place in its job's pack."""
-    return partition.parent.name == PACK
+    return is_pack_name(partition.parent.name)
 
 
 def job_of(partition: Path) -> Path:

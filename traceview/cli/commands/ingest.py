@@ -4,7 +4,6 @@ that every command reads as it reads traces (docs/store.md)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from traceview.cli import options
 from traceview.cli.progress import Progress
@@ -89,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     options.say_losses((str(trace), message) for trace, message in done.losses)
     jobs = counted(len(done.jobs), "job")
     print(
-        f"{Path(args.store)}: {jobs}; {counted(len(done.written), 'rank partition')} written, "
+        f"{done.store}: {jobs}; {counted(len(done.written), 'rank partition')} written, "
         f"{len(done.unchanged)} unchanged, {len(done.failures)} failed"
     )
     return options.exit_code(done.failures, bool(done.losses))
