@@ -170,3 +170,18 @@ def test_a_writer_that_ran_past_its_lease_cannot_commit_over_another(s3, tmp_pat
     assert err.count("\n") == 1 and "changed nothing" in err, err
     assert _json(env, "analyze", url) == after
     assert len(_packs(client, prefix)) == 2
+
+
+@pytest.mark.cli
+def test_what_cannot_be_written_there_is_one_line_and_nothing_is_made(s3, tmp_path):
+    env, client, _ = s3
+    client.put_object(Bucket=BUCKET, Key="other/notes.txt", Body=b"not a store")
+    for store, said in (
+        ("s3://no-such-bucket/store", "object storage refused the write"),
+        (f"s3://{BUCKET}/other", "not a traceview store (holds notes.txt)"),
+    ):
+        done = traceview("ingest", DP4, "--store", store, cwd=tmp_path, env=env)
+        assert done.code == 2 and done.err.count("\n") == 1, done.err
+        assert said in done.err
+    assert keys(client, "other/") == ["notes.txt"]
+    assert list(tmp_path.iterdir()) == []

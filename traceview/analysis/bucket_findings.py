@@ -5,7 +5,6 @@ two are never said together, as one says smaller buckets and the other larger.""
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from traceview.analysis.buckets import GRADIENT_COLLECTIVES
@@ -220,40 +219,27 @@ def _gradient_exposure(job: JobReport) -> pl.DataFrame:
     """exposed, late, module: each gradient collective of a step whose backward end is known,
     its share of the exposed time (concurrent calls counted once) — no more than its transfer
     time where the ranks are aligned (waiting for a late rank is not the bucket's) — and
-    whether it ended after the backward pass's compute; all ranks in one frame (a frame per
-    rank costs seconds at 1,024 ranks)."""
-    ends, calls, ats = [], [], []
-    for at, r in enumerate(job.ranks):
-        if r.backward_tails and r.calls.height:
-            ends += [(at, t.step, t.backward_end_ns) for t in r.backward_tails]
-            calls.append(r.calls)
-            ats.append(at)
+    whether it ended after the backward pass's compute; all ranks in one frame, the job's
+    (a frame per rank costs seconds at 1,024 ranks)."""
     schema = {"exposed": pl.Int64, "late": pl.Boolean, "module": pl.String}
-    if not calls:
+    ends = [(r.rank, t.step, t.backward_end_ns) for r in job.ranks for t in r.backward_tails]
+    if not ends:
         return pl.DataFrame(schema=schema)
-    backward = pl.DataFrame(ends, schema=["at", "step", "backward_end_ns"], orient="row")
-    rank_at = np.repeat(np.asarray(ats, dtype=np.int32), [c.height for c in calls])
-    grads = (
-        pl.concat(calls, how="vertical_relaxed", rechunk=True)
-        .select(
-            "rank",
-            "index",
-            "step",
-            "end_ns",
-            "exposed_share_ns",
-            "module",
-            "backward",
-            "collective",
-            at=pl.Series(rank_at),
-        )
-        .filter(pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES))
+    if all(r.rank is not None for r in job.ranks):
+        calls = job.calls  # every rank's, with its transfer time where the ranks are aligned
+    else:  # a lone trace that does not say its rank
+        calls = pl.concat([r.calls for r in job.ranks], how="vertical_relaxed")
+        calls = calls.with_columns(transfer_ns=pl.lit(None, pl.Int64))
+    backward = pl.DataFrame(
+        ends,
+        schema={"rank": calls.schema["rank"], "step": pl.Int64, "backward_end_ns": pl.Int64},
+        orient="row",
     )
+    grads = calls.filter(pl.col("backward") & pl.col("collective").is_in(GRADIENT_COLLECTIVES))
     exposed = pl.col("exposed_share_ns").fill_null(0)
     if job.aligned:
-        transfer = job.calls.select("rank", "index", "transfer_ns")
-        grads = grads.join(transfer, on=["rank", "index"], how="left")
         exposed = pl.min_horizontal(exposed, pl.col("transfer_ns").fill_null(exposed))
-    joined = grads.join(backward.cast({"at": pl.Int32}), on=["at", "step"])
+    joined = grads.join(backward, on=["rank", "step"], nulls_equal=True)
     return joined.select(
         exposed=exposed,
         late=pl.col("end_ns") > pl.col("backward_end_ns"),

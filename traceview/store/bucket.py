@@ -107,7 +107,7 @@ class _Objects:
         except OSError as e:
             if condition and _failed_condition(e):
                 raise Conflict(name) from None
-            raise
+            raise self.refused(e) from None
         self.fs.invalidate_cache(self.path(name))
         return str(done["ETag"])
 
@@ -126,7 +126,18 @@ class _Objects:
         return sorted(str(p).rstrip("/").rsplit("/", 1)[-1] for p in found)
 
     def upload(self, local: Path, name: str) -> None:
-        self.fs.put_file(str(local), self.path(name))
+        try:
+            self.fs.put_file(str(local), self.path(name))
+        except OSError as e:
+            raise self.refused(e) from None
+
+    def refused(self, e: OSError) -> TraceviewError:
+        """What the storage said of a write (no bucket, no right to write), in one line."""
+        return TraceviewError(
+            f"{self.root}: object storage refused the write ({type(e).__name__}: {e}): check "
+            "the bucket, the endpoint and the credentials (for S3: AWS_ENDPOINT_URL, "
+            "AWS_PROFILE, ~/.aws)"
+        )
 
     def download(self, name: str, local: Path) -> None:
         local.parent.mkdir(parents=True, exist_ok=True)
