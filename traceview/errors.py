@@ -8,11 +8,12 @@ import msgspec
 
 # Exit codes shared by every command (docs/errors.md): 0 clean, 1 results
 # written but some input was lost or skipped (see the notes), 2 bad input or usage, 3 an internal
-# error (a bug), 130 interrupted.
+# error (a bug), 4 `diff --fail-if-slower`: run B slower beyond the noise, 130 interrupted.
 EXIT_OK = 0
 EXIT_DATA_LOSS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_SLOWER = 4
 EXIT_INTERRUPTED = 130
 
 

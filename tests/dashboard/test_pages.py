@@ -476,8 +476,13 @@ def test_the_diff_page_says_where_the_step_went(monkeypatch, tmp_path):
     # tests/analysis/test_diff.py: the all-reduce from 200 to 400 µs, 0.1 → 0.3 ms exposed.
     assert rows["exposed communication"] == ("+0.200", "beyond noise")
     assert rows["compute"] == ("+0.000", "within noise")
-    assert at.subheader[0].value == "Per collective"
-    assert at.dataframe[1].value["exposed ms A → B"].tolist() == ["0.10 → 0.30"]
+    assert [h.value for h in at.subheader][:2] == ["Changed most on one rank", "Per collective"]
+    ranked = at.dataframe[1].value  # one rank, alone: no waiting to compare
+    assert ranked["rank"].tolist() == ["0", "0"]
+    assert dict(zip(ranked.iloc[:, 1], ranked["B − A"], strict=True)) == {
+        "compute": "+0.000", "exposed communication": "+0.200",
+    }  # fmt: skip
+    assert at.dataframe[2].value["exposed ms A → B"].tolist() == ["0.10 → 0.30"]
 
 
 def test_the_diff_page_compares_one_run_s_two_halves(monkeypatch, tmp_path):

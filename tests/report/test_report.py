@@ -203,6 +203,18 @@ def test_a_report_of_two_runs_says_where_the_step_went_between_them(tmp_path):
         '<td class="name">', "<td>"
     )
     assert "beyond noise" in section and "0.10 → 0.30" in section
+    flat = section.replace('<td class="name">', "<td>")
+    assert "changed most on one rank" in section  # its one rank, against itself
+    assert "<td>0</td><td>exposed communication</td><td>0.100</td><td>0.300</td>" in flat
+    # Two runs of different GPU models: said as set-up that differs.
+    from tests.analysis.test_diff import ranks_run
+
+    gpus = [[{"id": 0, "name": n}] for n in ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3")]
+    c, e = (ranks_run(tmp_path, n, {0: [600] * 4}, deviceProperties=g)
+            for n, g in zip(("c", "e"), gpus, strict=True))  # fmt: skip
+    assert traceview("report", c, e, "--output", out).code == 0
+    differs = out.read_text()
+    assert "set-up that differs" in differs and "NVIDIA H100 80GB HBM3" in differs
     # A report of one run has no such section.
     assert traceview("report", a, "--output", out).code == 0
     assert 'id="diff"' not in out.read_text()

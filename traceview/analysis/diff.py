@@ -14,7 +14,9 @@ from collections.abc import Container
 import msgspec
 import polars as pl
 
+from traceview.analysis.finding import traced_of
 from traceview.analysis.job import JobReport
+from traceview.plain import UNKNOWN
 
 TOP_KERNELS = 10  # the kernels (or CPU ops) whose time changed most
 
@@ -48,16 +50,48 @@ class CallsChange(msgspec.Struct, frozen=True, kw_only=True):
     exposed_ms: Change  # its share of the exposed communication (concurrent calls once)
 
 
+class RankChange(msgspec.Struct, frozen=True, kw_only=True):
+    """One rank (in both runs) against itself, per its steps; each change judged against its
+    own step-to-step spread."""
+
+    rank: int
+    step_ms: Change
+    compute: Change
+    exposed: Change  # exposed communication
+    idle: Change
+    waiting: Change | None  # at collectives, for the last rank (None: a run not aligned)
+
+
+# The figures a rank is named for, when it changed most (RankChange's fields).
+RANK_FIGURES = {"compute": "compute", "waiting": "waiting", "exposed": "exposed communication"}
+
+
+class SetupChange(msgspec.Struct, frozen=True, kw_only=True):
+    """Something of the runs' set-up that differs: as the traces or run records say it."""
+
+    what: str
+    before: str
+    after: str
+
+
 class Diff(msgspec.Struct, frozen=True, kw_only=True):
     before: str  # run A's name
     after: str
     rank_steps: tuple[int, int]  # the rank-steps each mean is over
+    steps: tuple[int, int]  # the profiler steps each side's spread is over
     step_ms: Change  # the step's window
     parts: tuple[Change, ...]  # compute, exposed communication, idle: they sum to step_ms
     collectives: tuple[CallsChange, ...]
     labels: tuple[CallsChange, ...]  # buckets, FSDP modules
     kernels: tuple[Change, ...]  # the TOP_KERNELS whose time per rank-step changed most
+    ranks: tuple[RankChange, ...]  # every rank both runs have, by rank
+    setup: tuple[SetupChange, ...]  # what differs in the runs' set-up
     caveats: tuple[str, ...]
+
+    def most_changed(self, figure: str) -> RankChange | None:
+        """The rank whose `figure` (a RANK_FIGURES key) changed most (the lowest of ties)."""
+        known = [r for r in self.ranks if getattr(r, figure) is not None]
+        return max(known, key=lambda r: abs(getattr(r, figure).change), default=None)
 
 
 def diff(a: JobReport, b: JobReport, a_name: str, b_name: str,
@@ -80,7 +114,7 @@ def diff(a: JobReport, b: JobReport, a_name: str, b_name: str,
         if s.height == 0
     ]
     parts = tuple(
-        _change(what, sa[col] if sa.height else None, sb[col] if sb.height else None)
+        _change(what, sa, sb, col)
         for what, col in (
             ("compute", "compute_ms"),
             ("exposed communication", "exposed_ms"),
@@ -95,11 +129,14 @@ def diff(a: JobReport, b: JobReport, a_name: str, b_name: str,
         before=a_name,
         after=b_name,
         rank_steps=(n_a, n_b),
-        step_ms=_change("step", sa["window_ms"] if n_a else None, sb["window_ms"] if n_b else None),
+        steps=(sa["step"].n_unique(), sb["step"].n_unique()),
+        step_ms=_change("step", sa, sb, "window_ms"),
         parts=parts,
         collectives=_calls_changes(a_calls, b_calls, "collective", n_a, n_b),
         labels=_calls_changes(a_calls, b_calls, "label", n_a, n_b),
         kernels=kernels,
+        ranks=_rank_changes(_with_waiting(a, sa, a_calls), _with_waiting(b, sb, b_calls)),
+        setup=setup_changes(a, b) if a is not b else (),
         caveats=tuple(caveats),
     )
 
@@ -128,8 +165,107 @@ def _step_parts(job: JobReport, steps: Container[int] | None = None) -> pl.DataF
     return frame.with_columns(pl.col(c) / 1e6 for c in cols[2:])
 
 
-def _change(what: str, a: pl.Series | None, b: pl.Series | None) -> Change:
-    return Change(what=what, before=_mean(a), after=_mean(b), noise=_noise(a, b))
+def _change(what: str, a: pl.DataFrame, b: pl.DataFrame, col: str) -> Change:
+    """The mean of `col` per rank and step on each side, judged against the spread of its
+    steps' means over their ranks (the steps are the samples: a step's ranks are not
+    independent of each other)."""
+    return Change(
+        what=what,
+        before=_mean(a[col] if a.height else None),
+        after=_mean(b[col] if b.height else None),
+        noise=_noise(_by_step(a, col), _by_step(b, col)),
+    )
+
+
+def _by_step(parts: pl.DataFrame, col: str) -> pl.Series | None:
+    if not parts.height:
+        return None
+    return parts.group_by("step").agg(pl.col(col).mean()).get_column(col)
+
+
+def _with_waiting(job: JobReport, parts: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """The per rank and step parts with `waiting_ms`: the time the rank's collectives of the
+    step waited for the last rank (null where the job is not aligned)."""
+    if not job.aligned or not parts.height:
+        return parts.with_columns(waiting_ms=pl.lit(None, pl.Float64))
+    waited = (
+        calls.filter(pl.col("step").is_not_null() & pl.col("rank").is_not_null())
+        .group_by("rank", "step")
+        .agg(waiting_ms=pl.col("wait_ns").fill_null(0).sum() / 1e6)
+        .cast({"rank": pl.Int64, "step": pl.Int64})
+    )
+    return parts.join(waited, on=["rank", "step"], how="left").with_columns(
+        pl.col("waiting_ms").fill_null(0.0)
+    )
+
+
+def _rank_changes(a: pl.DataFrame, b: pl.DataFrame) -> tuple[RankChange, ...]:
+    """Each rank both sides have, against itself: its steps are the samples."""
+    both = sorted(set(a["rank"].drop_nulls().to_list()) & set(b["rank"].drop_nulls().to_list()))
+    mine_a = a.partition_by("rank", as_dict=True) if both else {}
+    mine_b = b.partition_by("rank", as_dict=True) if both else {}
+    waits = a["waiting_ms"].null_count() < a.height and b["waiting_ms"].null_count() < b.height
+    out = []
+    for rank in both:
+        ra, rb = mine_a[(rank,)], mine_b[(rank,)]
+
+        def change(what: str, col: str, ra: pl.DataFrame = ra, rb: pl.DataFrame = rb) -> Change:
+            return Change(what=what, before=_mean(ra[col]), after=_mean(rb[col]),
+                          noise=_noise(ra[col], rb[col]))  # fmt: skip
+
+        out.append(
+            RankChange(
+                rank=rank,
+                step_ms=change("step", "window_ms"),
+                compute=change("compute", "compute_ms"),
+                exposed=change("exposed communication", "exposed_ms"),
+                idle=change("idle", "idle_ms"),
+                waiting=change("waiting", "waiting_ms") if waits else None,
+            )
+        )
+    return tuple(out)
+
+
+def setup_changes(a: JobReport, b: JobReport) -> tuple[SetupChange, ...]:
+    """What the two runs' traces and run records say differently of their set-up: the GPU
+    model, the world, the strategy, the backend, the harness's flags, the versions."""
+    said = [(what, _setup(a).get(what), _setup(b).get(what)) for what in _SETUP]
+    return tuple(
+        SetupChange(what=what, before=x or UNKNOWN, after=y or UNKNOWN)
+        for what, x, y in said
+        if x != y and (x is not None or y is not None)
+    )
+
+
+_SETUP = ("GPU", "world size", "hosts", "strategy", "backend", "bucket_cap_mb", "precision",
+          "micro_batch", "seq_len", "grad_accum", "torch", "NCCL")  # fmt: skip
+
+
+def _setup(job: JobReport) -> dict[str, str | None]:
+    def one(values: set[str]) -> str | None:
+        return ", ".join(sorted(values)) or None
+
+    run = job.run
+    flags = (
+        run.config
+        if run is not None
+        else next((r.run.config for r in job.ranks if r.run is not None), None)
+    )
+    strategy = job.strategy_of
+    hosts = {h for r in job.ranks if (h := job.host_of(r)) is not None}
+    return {
+        "GPU": one({d for r in job.ranks for d in r.devices}),
+        "world size": str(traced_of(job)[1]),
+        "hosts": str(len(hosts)) if hosts else None,
+        "strategy": strategy.name if strategy.name else None,
+        "backend": one({r.backend for r in job.ranks if r.backend}),
+        **{
+            flag: _flag(getattr(flags, flag) if flags is not None else None)
+            for flag in ("bucket_cap_mb", "precision", "micro_batch", "seq_len", "grad_accum")
+        },
+        "torch": run.torch_version if run is not None else None,
+        "NCCL": run.nccl_version if run is not None else None,
+    }  # fmt: skip
 
 
 def _mean(values: pl.Series | None) -> float:
@@ -197,3 +333,9 @@ def _kernels(a: pl.DataFrame, b: pl.DataFrame, n_a: int, n_b: int) -> tuple[Chan
         Change(what=name, before=float(before), after=float(after), noise=None)
         for name, before, after, _ in top.head(TOP_KERNELS).iter_rows()
     )
+
+
+def _flag(value: object) -> str | None:
+    if value is None:
+        return None
+    return f"{value:g}" if isinstance(value, float) else str(value)

@@ -384,6 +384,29 @@ class CallsChangeJson(Struct, kw_only=True):
     exposed_ms: ChangeJson
 
 
+class RankChangeJson(Struct, kw_only=True):
+    """One rank in both runs against itself, per its steps (its steps' spread the noise)."""
+
+    rank: int
+    step_ms: ChangeJson
+    compute: ChangeJson
+    exposed: ChangeJson  # exposed communication
+    idle: ChangeJson
+    waiting: ChangeJson | None  # for the last rank, at collectives; None: a run not aligned
+
+
+class MostChangedJson(Struct, kw_only=True):
+    figure: str  # "compute", "waiting", "exposed communication"
+    rank: int  # the rank whose figure changed most
+    change: ChangeJson
+
+
+class SetupChangeJson(Struct, kw_only=True):
+    what: str  # "GPU", "world size", "strategy", "bucket_cap_mb", "torch", ...
+    before: str  # as run A's traces or run record say it ("unknown": they do not)
+    after: str
+
+
 class DiffDocument(Document, kw_only=True):
     command: Literal["diff"] = "diff"
     before: str  # run A
@@ -396,3 +419,7 @@ class DiffDocument(Document, kw_only=True):
     kernels: list[ChangeJson]  # the work whose time per rank and step changed most
     caveats: list[str]
     errors: list[Error]
+    steps: list[int] = msgspec.field(default_factory=list)  # the steps each side's noise is over
+    ranks: list[RankChangeJson] = msgspec.field(default_factory=list)  # each rank in both runs
+    most_changed: list[MostChangedJson] = msgspec.field(default_factory=list)  # per figure
+    setup: list[SetupChangeJson] = msgspec.field(default_factory=list)  # what differs

@@ -40,9 +40,21 @@ def section(runs: Runs, names: dict[str, str]) -> str:
     parts.append(table_html(["", "A", "B", "B − A", "judged"], rows, wrap_last=True))
     parts.append(
         "<p class=meta>Compute + exposed communication + idle = the step. Within noise: the "
-        "change is under twice the standard error of the difference of the means "
-        "(docs/metrics.md, “Diff”).</p>"
+        "change is under twice the standard error of the difference of the means, the steps "
+        "the samples (docs/metrics.md, “Diff”).</p>"
     )
+    if doc.most_changed:
+        rows = [[str(m.rank), *_row(m.change, m.figure)] for m in doc.most_changed]
+        parts.append(table_html(["rank", "changed most on one rank", "A", "B", "B − A",
+                                 "judged"], rows, wrap_last=True))  # fmt: skip
+        parts.append(
+            f"<p class=meta>Each of {counted(len(doc.ranks), 'rank')} in both runs against "
+            "itself, over its steps.</p>"
+        )
+    if doc.setup:
+        rows = [[html.escape(c.what), html.escape(c.before), html.escape(c.after)]
+                for c in doc.setup]  # fmt: skip
+        parts.append(table_html(["set-up that differs", "A", "B"], rows))
     for title, items in (("collective", doc.collectives), ("bucket or FSDP module", doc.labels)):
         if items:
             rows = [

@@ -161,11 +161,13 @@ DIFF_COLUMNS = {
 
 def diff(runs: Runs, a: StepSelection | None, b: StepSelection | None) -> str:
     """One row per figure: the step and its parts, each collective's and bucket's calls, MB,
-    ms and exposed ms per rank and step, and the kernels that changed most; each with the
-    comparison's caveats."""
+    ms and exposed ms per rank and step, the kernels that changed most, and each rank's step,
+    parts and waiting against itself; each with the comparison's caveats and what differs in
+    the runs' set-up."""
     doc = diff_document(runs, a, b)
     rows: list[dict[str, Any]] = []
-    said = "; ".join(doc.caveats) or None
+    differs = [f"the runs differ in {c.what}: {c.before} → {c.after}" for c in doc.setup]
+    said = "; ".join([*doc.caveats, *differs]) or None
 
     def add(section: str, name: str, c: d.ChangeJson) -> None:
         rows.append({"section": section, "name": name, "figure": c.what, "before": c.before,
@@ -182,6 +184,10 @@ def diff(runs: Runs, a: StepSelection | None, b: StepSelection | None) -> str:
                 add(section, c.name, figure)
     for k in doc.kernels:
         add("kernel", k.what, k)
+    for r in doc.ranks:
+        for each in (r.step_ms, r.compute, r.exposed, r.idle, r.waiting):
+            if each is not None:
+                add("rank", str(r.rank), each)
     return _write(pl.DataFrame(rows, schema=DIFF_COLUMNS))
 
 

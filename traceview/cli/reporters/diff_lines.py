@@ -34,8 +34,10 @@ def diff_table(doc: d.DiffDocument) -> str:
     lines += aligned(rows, indent="", left_first=True)
     lines += [
         "  (compute + exposed communication + idle = the step; within noise: |B - A| under",
-        "  twice the standard error of the difference of the means: docs/metrics.md, Diff)",
+        "  twice the standard error of the difference of the means, steps the samples:",
+        "  docs/metrics.md, Diff)",
     ]
+    lines += _per_rank(doc) + _setup(doc)
     for title, items in (("collective", doc.collectives), ("bucket / module", doc.labels)):
         if not items:
             continue
@@ -55,3 +57,26 @@ def diff_table(doc: d.DiffDocument) -> str:
         lines += ["", *aligned(rows, indent="", left_first=True)]
     lines += [f"! {c}" for c in doc.caveats]
     return "\n".join(lines) + "\n"
+
+
+def _per_rank(doc: d.DiffDocument) -> list[str]:
+    """The rank whose compute, waiting and exposed communication changed most, each against
+    its own steps' spread: one rank that changed, where the means over ranks hide it."""
+    if not doc.most_changed:
+        return []
+    rows = [["changed most on one rank", "rank", "A", "B", "B - A", "judged"]]
+    rows += [[m.figure, str(m.rank), *_said(m.change, " ms")] for m in doc.most_changed]
+    return [
+        "",
+        *aligned(rows, indent="", left_first=True),
+        f"  (of {counted(len(doc.ranks), 'rank')} in both runs, each against itself over its "
+        "steps; every rank: --format json or csv)",
+    ]
+
+
+def _setup(doc: d.DiffDocument) -> list[str]:
+    if not doc.setup:
+        return []
+    rows = [["set-up that differs", "A", "B"]]
+    rows += [[c.what, c.before, c.after] for c in doc.setup]
+    return ["", *aligned(rows, indent="", left_first=True)]

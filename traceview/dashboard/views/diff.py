@@ -69,8 +69,25 @@ def show(doc: d.DiffDocument) -> None:
         f"{counted(doc.rank_steps[0], 'rank-step')} (A) and "
         f"{counted(doc.rank_steps[1], 'rank-step')} (B): compute + exposed communication + "
         "idle = the step. Within noise: the change is under twice the standard error of the "
-        "difference of the means (docs/metrics.md, “Diff”)."
+        "difference of the means, the steps the samples (docs/metrics.md, “Diff”)."
     )
+    if doc.most_changed:
+        st.subheader("Changed most on one rank")
+        table(
+            pl.DataFrame(
+                [{"rank": m.rank, **changes([m.change]).row(0, named=True)}
+                 for m in doc.most_changed],
+                schema={"rank": pl.Int64, **changes([]).schema},
+            ),
+            {"rank": ("rank", None), **CHANGE_COLUMNS},
+        )  # fmt: skip
+        st.caption(
+            f"Each of {counted(len(doc.ranks), 'rank')} in both runs against itself, over its "
+            "steps: a rank that changed, where the means over ranks hide it."
+        )
+    if doc.setup:
+        st.subheader("Set-up that differs")
+        st.markdown("\n".join(f"- **{c.what}**: {c.before} → {c.after}" for c in doc.setup))
     for title, items in (("Per collective", doc.collectives),
                          ("Per bucket or FSDP module", doc.labels)):  # fmt: skip
         if items:
