@@ -20,10 +20,11 @@ MB = 1 << 20
 
 
 def job(tmp_path: Path, calls: dict[int, list[tuple[int, int, float]]], seq: bool = True,
-        last: dict[int, int] | None = None) -> Path:  # fmt: skip
-    """Per rank, all-reduces as (seq, bytes, start µs) on group "7", each ending at its step's
-    400 µs mark: call s runs in step s = [1000 s, 1000 s + 1000). Each rank's trace holds steps
-    1 to `last[rank]` (default 8), each with a compute kernel at [1000 s + 100, 1000 s + 250)."""
+        last: dict[int, int] | None = None, group: bool = True) -> Path:  # fmt: skip
+    """Per rank, all-reduces as (seq, bytes, start µs) on group "7" (none: `group` False, as
+    2023-era traces record), each ending at its step's 400 µs mark: call s runs in step s =
+    [1000 s, 1000 s + 1000). Each rank's trace holds steps 1 to `last[rank]` (default 8), each
+    with a compute kernel at [1000 s + 100, 1000 s + 250)."""
     folder = tmp_path / "job"
     folder.mkdir(parents=True)
     for rank, mine in calls.items():
@@ -37,8 +38,9 @@ def job(tmp_path: Path, calls: dict[int, list[tuple[int, int, float]]], seq: boo
                 "In msg nelems": nbytes // 4,
                 "Out msg nelems": nbytes // 4,
                 "dtype": "Float",
-                "Process Group Name": "7",
             }
+            if group:
+                args["Process Group Name"] = "7"
             if seq:
                 args["Seq"] = s
             at = 1000 * s + start
@@ -130,14 +132,76 @@ def test_in_step_order_does_not_matter_without_sequence_numbers(tmp_path):
     assert traceview.load(job(tmp_path, calls, seq=False)).report.desync.signs == ()
 
 
-def test_calls_that_name_no_group_and_no_number_are_not_judged(tmp_path):
+def test_device_calls_that_name_no_group_and_no_number_are_lined_up_by_stream_order(tmp_path):
+    # Two real ranks of a 128-rank NCCL job (2021): no group, no numbers; the same order.
     folder = Path(__file__).parents[1] / "fixtures" / "traces" / "nccl_sampled_w128"
     found = traceview.load(folder).report.desync
-    assert found.groups == 0 and found.signs == ()
-    assert found.unjudged == (
-        "20 calls that name no process group and record no sequence numbers: calls of different "
-        "groups cannot be told apart",
+    assert (found.groups, found.calls, found.keyed_by) == (1, 20, "order on each stream")
+    assert found.signs == () and found.unjudged == ()
+
+
+def test_without_group_or_numbers_a_rank_missing_one_all_reduce_is_named(tmp_path):
+    """A 2023-style job: 4 ranks, one all-reduce a step on stream 20, no group, no numbers;
+    rank 2 skips step 3's. The others' order: 8 calls; rank 2's lacks the 3rd."""
+    calls = {r: everyone() for r in (0, 1, 3)}
+    calls[2] = everyone(s for s in range(1, 9) if s != 3)
+    found = traceview.load(job(tmp_path, calls, seq=False, group=False)).report.desync
+    assert (found.keyed_by, found.unjudged) == ("order on each stream", ())
+    (sign,) = found.signs
+    assert (sign.kind, sign.rank, sign.others, sign.step, sign.seq) == (
+        "missing",
+        2,
+        (0, 1, 3),
+        3,
+        None,
     )
+    assert (sign.collective, sign.bytes, sign.others_dur_ns) == ("all_reduce", MB, 100_000)
+    assert sign.said == (
+        "rank 2 has no call, where ranks 0, 1, 3 ran all_reduce of 1,048,576 bytes (step 3, "
+        "call 3 on their stream 1); lined up by order on the stream, which runs its calls in "
+        "the order they were issued"
+    )
+
+
+def test_without_group_or_numbers_two_calls_swapped_on_one_rank_are_named(tmp_path):
+    """Two all-reduces a step, 1 MB then 2 MB; rank 1 runs step 5's 2 MB first. By steps the
+    counts agree (nothing to see); on the stream the order differs at call 9 (step 5's first)."""
+    pair = [c for s in range(1, 9) for c in ((s, MB, 100.0), (s, 2 * MB, 300.0))]
+    calls = {r: pair for r in range(3)}
+    calls[1] = [(s, 2 * MB if s == 5 and b == MB else MB if s == 5 else b, t)
+                for s, b, t in pair]  # fmt: skip
+    found = traceview.load(job(tmp_path, calls, seq=False, group=False)).report.desync
+    (sign,) = found.signs
+    assert (sign.kind, sign.rank, sign.others, sign.step) == ("mismatch", 1, (0, 2), 5)
+    assert sign.said.startswith(
+        "rank 1 ran all_reduce of 2,097,152 bytes, then all_reduce of 1,048,576 bytes in another "
+        "order, where ranks 0, 2 ran all_reduce of 1,048,576 bytes (step 5, call 9 on their "
+        "stream 1)"
+    )
+
+
+def test_without_a_majority_order_nothing_is_said(tmp_path):
+    # Two ranks that disagree: neither order is the usual one.
+    calls = {0: everyone(), 1: everyone(s for s in range(1, 9) if s != 3)}
+    found = traceview.load(job(tmp_path, calls, seq=False, group=False)).report.desync
+    assert found.signs == () and found.keyed_by == "order on each stream"
+
+
+def test_cpu_calls_that_name_no_group_and_no_number_are_not_judged(tmp_path):
+    # Gloo's calls run on CPU threads, which may start queued calls in either order.
+    folder = tmp_path / "gloo"
+    folder.mkdir()
+    for rank in (0, 1):
+        events = [tb.step(1, 0, 1000)] + [
+            tb.cpu_op("gloo:all_reduce", 100 + 200 * k, 100, tid=5) for k in range(3)
+        ]
+        tb.write(
+            folder / f"rank{rank}.json", tb.document(events, rank=rank, world=2, backend="gloo")
+        )
+    found = traceview.load(folder).report.desync
+    assert found is None or found.signs == ()
+    if found is not None:
+        assert found.keyed_by == "-" and found.groups == 0
 
 
 def test_the_desync_finding_names_the_rank_the_group_and_the_call(tmp_path):

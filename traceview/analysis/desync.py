@@ -7,13 +7,20 @@
 - where the group is named but records no numbers, by what each rank ran in each step: a rank
   that ran fewer (or more) calls of a type and size in a step than the others agree on; their
   order is not compared (Gloo's worker threads start queued calls in either order);
-- where the trace names no group and records no numbers, nothing: calls of different groups
-  cannot be told apart (`unjudged` says so).
+- where the trace names no group and records no numbers but the calls are device kernels
+  (NCCL, RCCL), by their order on each stream: a stream runs its kernels in the order they were
+  issued, and each group's collectives go to a stream of their own, so each rank's streams,
+  matched across ranks by the order of their first call, are lined up call by call against the
+  order most ranks ran: a call a rank lacks (`missing`), one it ran in another order or that
+  the others lack (`mismatch`);
+- where the trace names no group, records no numbers and runs its calls on CPU threads (Gloo),
+  nothing: calls of different groups cannot be told apart (`unjudged` says so).
 
 Point-to-point calls are left out: they need not run on every rank."""
 
 from __future__ import annotations
 
+import difflib
 from typing import Literal
 
 import msgspec
@@ -26,6 +33,7 @@ POINT_TO_POINT = ["send", "recv", "send_recv"]
 UNNAMED = "default"  # the group of calls whose trace names none
 
 Kind = Literal["missing", "mismatch", "stops early"]
+_WAYS = ("sequence numbers", "steps", "order on each stream")  # how calls were lined up
 
 
 class DesyncSign(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,6 +100,13 @@ def desync(
         elif group["named"].all():
             ways.add("steps")
             signs += _by_step(group, str(pg), steps)
+        elif group["lane"].fill_null("").str.starts_with("stream ").all():
+            found, why = _by_stream_order(group, steps)
+            if why is not None:
+                unjudged.append(why)
+                continue
+            ways.add("order on each stream")
+            signs += found
         else:
             unjudged.append(
                 f"{counted(group.height, 'call')} that {noun(group.height, 'names', 'name')} no "
@@ -101,7 +116,7 @@ def desync(
             continue
         checked += 1
         lined_up += group.height
-    keyed = " and ".join(w for w in ("sequence numbers", "steps") if w in ways) or "-"
+    keyed = " and ".join(w for w in _WAYS if w in ways) or "-"
     return Desync(
         groups=checked, calls=lined_up, keyed_by=keyed, signs=tuple(signs), unjudged=tuple(unjudged)
     )
@@ -301,4 +316,108 @@ def _stops_early(
                 trace_goes_on=goes_on,
             )
         )
+    return out
+
+
+# (step, collective, size): what is compared in an order (the step places a call the others
+# ran where a rank has none, among calls alike)
+Call = tuple[int | None, str | None, int | None]
+
+
+def _by_stream_order(
+    group: pl.DataFrame, steps: dict[int, set[int]]
+) -> tuple[list[DesyncSign], str | None]:
+    """In the steps every rank's trace holds whole, each rank's calls on each of its streams
+    in the order they ran, against the order most ranks ran on the matching stream; or why
+    they cannot be lined up."""
+    ranks = sorted(group["rank"].unique().to_list())
+    shared = set.intersection(*(steps.get(r, set()) for r in ranks))
+    in_steps = group.filter(pl.col("step").is_in(sorted(shared))).sort("rank", "start_ns")
+    if not in_steps.height:
+        return [], "no step every rank's trace holds whole: the calls' orders cannot be compared"
+    streams: dict[int, list[pl.DataFrame]] = {}
+    for (rank,), calls in in_steps.partition_by("rank", as_dict=True, maintain_order=True).items():
+        by_lane = calls.partition_by("lane", maintain_order=True)  # by first call: issue order
+        streams[rank] = by_lane
+    counts = {len(v) for v in streams.values()}
+    if len(counts) > 1:
+        return [], (
+            f"ranks run their calls on different numbers of streams ({min(counts)} to "
+            f"{max(counts)}): the streams cannot be matched across ranks"
+        )
+    signs: list[DesyncSign] = []
+    for k in range(counts.pop()):
+        lined = {r: streams[r][k] for r in ranks}
+        signs += _against_usual_order(lined, k)
+    return signs, None
+
+
+def _against_usual_order(lined: dict[int, pl.DataFrame], k: int) -> list[DesyncSign]:
+    """Each rank's order on its k-th stream against the order most ranks ran (a majority;
+    none, no sign: there is no order to hold a rank to)."""
+    orders = {
+        r: list(zip(c["step"], c["collective"], c["size"], strict=True)) for r, c in lined.items()
+    }
+    keys = {r: tuple(o) for r, o in orders.items()}
+    votes: dict[tuple[Call, ...], list[int]] = {}
+    for r, key in keys.items():
+        votes.setdefault(key, []).append(r)
+    usual, holders = max(votes.items(), key=lambda kv: (len(kv[1]), -min(kv[1])))
+    if 2 * len(holders) <= len(lined):
+        return []
+    first = lined[holders[0]]
+    others_dur = (
+        pl.concat([lined[r].select("dur_ns").with_row_index("at") for r in holders])
+        .group_by("at")
+        .agg(pl.col("dur_ns").median())
+        .sort("at")["dur_ns"]
+        .to_list()
+    )
+    signs = []
+    for rank, order in orders.items():
+        if keys[rank] == usual:
+            continue
+        for kind, at, did in _differences(list(usual), order):
+            row = first.row(min(at, first.height - 1), named=True)
+            signs.append(
+                DesyncSign(
+                    kind=kind, pg=UNNAMED, rank=rank, others=tuple(holders), seq=None,
+                    collective=row["collective"], bytes=row["bytes"], step=row["step"],
+                    others_dur_ns=int(others_dur[min(at, len(others_dur) - 1)]),
+                    said=f"rank {rank} {did}, where {_ranks(holders)} ran "
+                    f"{_call(row['collective'], row['bytes'])} (step {row['step']}, call "
+                    f"{at + 1} on their stream {k + 1}); lined up by order on the stream, which "
+                    "runs its calls in the order they were issued",
+                )
+            )  # fmt: skip
+    return signs
+
+
+def _differences(usual: list[Call], mine: list[Call]) -> list[tuple[Kind, int, str]]:
+    """Where `mine` departs from `usual`: (kind, the position in `usual`, what this rank did
+    there, in words)."""
+    out: list[tuple[Kind, int, str]] = []
+    if sorted(usual, key=str) == sorted(mine, key=str):  # the same calls, in another order
+        at = 0
+        while at < len(usual):
+            if usual[at] == mine[at]:
+                at += 1
+                continue
+            end = at + 1
+            while end < len(usual) and usual[end] != mine[end]:
+                end += 1
+            ran = ", then ".join(_call(*c[1:]) for c in mine[at:end])
+            out.append(("mismatch", at, f"ran {ran} in another order"))
+            at = end
+        return out
+    matcher = difflib.SequenceMatcher(None, usual, mine, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("delete", "replace"):
+            out += [("missing", i, "has no call") for i in range(i1, i2)]
+        if tag in ("insert", "replace"):
+            at = min(i1, len(usual) - 1)
+            out += [
+                ("mismatch", at, f"ran {_call(*mine[j][1:])}, which the others did not")
+                for j in range(j1, j2)
+            ]
     return out
