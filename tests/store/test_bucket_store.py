@@ -177,7 +177,7 @@ def test_what_cannot_be_written_there_is_one_line_and_nothing_is_made(s3, tmp_pa
     env, client, _ = s3
     client.put_object(Bucket=BUCKET, Key="other/notes.txt", Body=b"not a store")
     for store, said in (
-        ("s3://no-such-bucket/store", "object storage refused the write"),
+        ("s3://no-such-bucket/store", "no bucket 'no-such-bucket' at this endpoint"),
         (f"s3://{BUCKET}/other", "not a traceview store (holds notes.txt)"),
     ):
         done = traceview("ingest", DP4, "--store", store, cwd=tmp_path, env=env)

@@ -61,7 +61,7 @@ def open_bucket_store(url: str) -> Path:
             f"writes), not {protocol}://: ingest into a store on disk, then copy it there"
         )
     root = as_path(url.rstrip("/"))
-    if (root / layout.MARKER).is_file():
+    if _Objects(root).get(layout.MARKER) is not None:  # (a bucket that is not there: said now)
         layout.open_store(root)
     return root
 
@@ -93,8 +93,15 @@ class _Objects:
 
         try:
             return sync(self.fs.loop, read)
-        except FileNotFoundError:
+        except FileNotFoundError as e:
+            if _code(e) == "NoSuchBucket":
+                raise TraceviewError(
+                    f"{self.root}: no bucket {self.bucket!r} at this endpoint: create it, or "
+                    "check the URL and AWS_ENDPOINT_URL"
+                ) from None
             return None
+        except OSError as e:
+            raise self.refused(e, "read") from None
 
     def put(self, name: str, data: bytes, *, if_match: str | None = None,
             if_absent: bool = False) -> str:  # fmt: skip
@@ -107,7 +114,7 @@ class _Objects:
         except OSError as e:
             if condition and _failed_condition(e):
                 raise Conflict(name) from None
-            raise self.refused(e) from None
+            raise self.refused(e, "write") from None
         self.fs.invalidate_cache(self.path(name))
         return str(done["ETag"])
 
@@ -129,12 +136,12 @@ class _Objects:
         try:
             self.fs.put_file(str(local), self.path(name))
         except OSError as e:
-            raise self.refused(e) from None
+            raise self.refused(e, "write") from None
 
-    def refused(self, e: OSError) -> TraceviewError:
-        """What the storage said of a write (no bucket, no right to write), in one line."""
+    def refused(self, e: OSError, what: str) -> TraceviewError:
+        """What the storage said of a read or write (no right to it, say), in one line."""
         return TraceviewError(
-            f"{self.root}: object storage refused the write ({type(e).__name__}: {e}): check "
+            f"{self.root}: object storage refused the {what} ({type(e).__name__}: {e}): check "
             "the bucket, the endpoint and the credentials (for S3: AWS_ENDPOINT_URL, "
             "AWS_PROFILE, ~/.aws)"
         )
@@ -149,11 +156,14 @@ class _Objects:
         self.fs.invalidate_cache(self.path(name))
 
 
-def _failed_condition(e: BaseException) -> bool:
-    if isinstance(e, FileExistsError):
-        return True
+def _code(e: BaseException) -> str | None:
+    """The S3 error code behind an error s3fs translated (NoSuchBucket, PreconditionFailed)."""
     response = getattr(e.__cause__, "response", None) or {}
-    return response.get("Error", {}).get("Code") in (
+    return response.get("Error", {}).get("Code")
+
+
+def _failed_condition(e: BaseException) -> bool:
+    return isinstance(e, FileExistsError) or _code(e) in (
         "PreconditionFailed", "412", "ConditionalRequestConflict", "409",
     )  # fmt: skip
 
