@@ -207,20 +207,15 @@ def _rank_changes(a: pl.DataFrame, b: pl.DataFrame) -> tuple[RankChange, ...]:
     waits = a["waiting_ms"].null_count() < a.height and b["waiting_ms"].null_count() < b.height
     out = []
     for rank in both:
-        ra, rb = mine_a[(rank,)], mine_b[(rank,)]
-
-        def change(what: str, col: str, ra: pl.DataFrame = ra, rb: pl.DataFrame = rb) -> Change:
-            return Change(what=what, before=_mean(ra[col]), after=_mean(rb[col]),
-                          noise=_noise(ra[col], rb[col]))  # fmt: skip
-
+        ra, rb = mine_a[(rank,)], mine_b[(rank,)]  # one row a step: _change's steps are its own
         out.append(
             RankChange(
                 rank=rank,
-                step_ms=change("step", "window_ms"),
-                compute=change("compute", "compute_ms"),
-                exposed=change("exposed communication", "exposed_ms"),
-                idle=change("idle", "idle_ms"),
-                waiting=change("waiting", "waiting_ms") if waits else None,
+                step_ms=_change("step", ra, rb, "window_ms"),
+                compute=_change("compute", ra, rb, "compute_ms"),
+                exposed=_change("exposed communication", ra, rb, "exposed_ms"),
+                idle=_change("idle", ra, rb, "idle_ms"),
+                waiting=_change("waiting", ra, rb, "waiting_ms") if waits else None,
             )
         )
     return tuple(out)
@@ -229,16 +224,12 @@ def _rank_changes(a: pl.DataFrame, b: pl.DataFrame) -> tuple[RankChange, ...]:
 def setup_changes(a: JobReport, b: JobReport) -> tuple[SetupChange, ...]:
     """What the two runs' traces and run records say differently of their set-up: the GPU
     model, the world, the strategy, the backend, the harness's flags, the versions."""
-    said = [(what, _setup(a).get(what), _setup(b).get(what)) for what in _SETUP]
+    before, after = _setup(a), _setup(b)
     return tuple(
         SetupChange(what=what, before=x or UNKNOWN, after=y or UNKNOWN)
-        for what, x, y in said
-        if x != y and (x is not None or y is not None)
+        for what, x in before.items()
+        if x != (y := after[what])
     )
-
-
-_SETUP = ("GPU", "world size", "hosts", "strategy", "backend", "bucket_cap_mb", "precision",
-          "micro_batch", "seq_len", "grad_accum", "torch", "NCCL")  # fmt: skip
 
 
 def _setup(job: JobReport) -> dict[str, str | None]:
