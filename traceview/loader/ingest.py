@@ -8,7 +8,6 @@ whole is not parsed again."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from traceview.parse.run_record import incomplete_run
 from traceview.parse.stream import MAX_EVENT_BYTES
 from traceview.remote import is_remote, is_url, local_only
 from traceview.store import commit, layout, lock, shards
-from traceview.store.bucket import open_bucket_store, staged
+from traceview.store.bucket import open_to_write, writing
 from traceview.store.pack import PACK_FROM_RANKS, pack_job
 from traceview.store.partition import Source, source_of, write_partition
 from traceview.store.shards import Shard, files_of
@@ -149,9 +148,7 @@ def ingest(
             f"{store}: Ray's workers write partitions into the store's own folder, which a "
             "bucket has not: ingest into a bucket with the local engine, or with --shard tasks"
         )
-    root = (
-        open_bucket_store(str(store)) if in_bucket else layout.open_store(Path(store), create=True)
-    )
+    root = open_to_write(store, create=True)
     away = [  # (not here, or not all here: on the cluster's nodes' own disks)
         str(p)
         for p in paths
@@ -182,16 +179,12 @@ def ingest(
             f"two runs would be job {twice[0]!r} in the store: ingest them one at a time with "
             "--job NAME"
         )
-    with ExitStack() as stack:
-        # A store in a bucket is committed in a stage of its own on disk, then published.
-        bucket = stack.enter_context(staged(root)) if in_bucket else None
-        target = bucket.stage if bucket is not None else root  # where partitions are placed
-        incoming = stack.enter_context(lock.own_folder(target))
+    with writing(root) as place:  # (a store in a bucket: a stage on disk, published after)
+        target, incoming = place.target, place.incoming
         tasks, unchanged = [], {}
         for source, name in zip(sources, names, strict=True):
             with lock.reading([target], on_wait=on_wait):  # not while a commit is under way
-                if bucket is not None:
-                    bucket.copy(name)
+                place.copy(name)
                 known = commit.known_partitions(target, name)
                 if shard is not None:  # another N than the job's shards so far: before any work
                     shards.recorded(commit.job_record(target, name), shard, len(source.files), name)
@@ -210,18 +203,13 @@ def ingest(
                 f"{target}: cannot write ({unwritable[0]}); nothing in the store was changed"
             )
         by_trace = {task[0]: o for task, o in zip(tasks, outcomes, strict=True)}
-        committing = (
-            bucket.committing(names, on_wait)
-            if bucket is not None
-            else lock.writer(root, on_wait=on_wait)
-        )
-        with committing:
+        with place.committing(names, on_wait):
             written, failures, skipped = _commit_jobs(
                 target, zip(sources, names, strict=True), by_trace, unchanged, shard
             )
             for name in names:  # a job of many ranks is read as a handful of files
                 if layout.job_dir(target, name).is_dir():  # (in a bucket: every job, whole)
-                    pack_job(target, name, incoming, 0 if bucket else PACK_FROM_RANKS)
+                    pack_job(target, name, incoming, 0 if in_bucket else PACK_FROM_RANKS)
         written = tuple(root / w.relative_to(target) for w in written)
     return Ingested(
         store=root,

@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +37,8 @@ import msgspec
 
 from traceview.errors import TraceviewError
 from traceview.parse.run_record import RUN_RECORD
-from traceview.remote import as_path
-from traceview.store import layout
+from traceview.remote import as_path, is_remote, is_url
+from traceview.store import layout, lock
 
 LEASE = ".writer.lease"
 LEASE_S = 30.0  # a lease its holder stops renewing (killed, stalled) is free after this
@@ -460,6 +460,49 @@ def staged(root: Path) -> Iterator[Staged]:
         yield Staged(root, layout.open_store(folder / "store", create=True))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def open_to_write(store: str | Path, *, create: bool) -> Path:
+    """The store a writer writes: a folder (made where `create`), or one in a bucket (made at
+    its first commit where `create`, else it must be one already)."""
+    if not is_url(store):
+        return layout.open_store(Path(store), create=create)
+    root = open_bucket_store(str(store))
+    if not create and not (root / layout.MARKER).is_file():
+        raise TraceviewError(f"{store}: not a traceview store (no {layout.MARKER})")
+    return root
+
+
+class Writing:
+    """Where a writer puts what it parses, and how it commits it: the store itself, under its
+    writer lock (store/lock.py); or, for a store in a bucket, a stage on disk, under the
+    store's lease, published after (`Staged`)."""
+
+    def __init__(self, root: Path, bucket: Staged | None, incoming: Path) -> None:
+        self.root, self.bucket, self.incoming = root, bucket, incoming
+        self.target = bucket.stage if bucket is not None else root  # where partitions go
+
+    def copy(self, job: str) -> None:
+        """The job as the store holds it, where this writer commits (in a bucket: copied)."""
+        if self.bucket is not None:
+            self.bucket.copy(job)
+
+    def committing(
+        self, jobs: Sequence[str], on_wait: Callable[[str], None] | None = None
+    ) -> AbstractContextManager[None]:
+        if self.bucket is not None:
+            return self.bucket.committing(jobs, on_wait)
+        return lock.writer(self.root, on_wait=on_wait)
+
+
+@contextmanager
+def writing(root: Path) -> Iterator[Writing]:
+    """A writer's place for the block: its own folder under `.incoming` of the store, or of a
+    stage for a store in a bucket."""
+    with ExitStack() as stack:
+        bucket = stack.enter_context(staged(root)) if is_remote(root) else None
+        target = bucket.stage if bucket is not None else root
+        yield Writing(root, bucket, stack.enter_context(lock.own_folder(target)))
 
 
 def _marker() -> bytes:
