@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 class Finding(msgspec.Struct, frozen=True, kw_only=True):
     # backward_tail, small_buckets, unhidden_gathers, desync, straggler, rotating_stragglers,
-    # slow_link, gpu_idle, waiting, noisy_steps, memory_fit
+    # slow_link, gpu_idle, overlap_tax, waiting, noisy_steps, memory_fit
     rule: str
     job: str
     what: str  # what the numbers show

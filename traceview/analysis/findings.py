@@ -17,6 +17,7 @@ from traceview.analysis.bucket_findings import (
 from traceview.analysis.finding import MATERIAL_SHARE, Finding, ms, traced_of, window_ns
 from traceview.analysis.job import JobReport
 from traceview.analysis.straggler_findings import rotating_stragglers, straggler
+from traceview.analysis.tax_findings import overlap_tax
 from traceview.plain import noun
 
 # ZeRO-3: all-gathers count as not overlapped when this share of their time is exposed.
@@ -245,6 +246,7 @@ def job_findings(job: JobReport, name: str) -> list[Finding]:
         turns,
         slow_link(job, name),
         gpu_idle(job, name),
+        overlap_tax(job, name),
     ]
     traced, world = traced_of(job)
     out = []

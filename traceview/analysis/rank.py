@@ -14,6 +14,7 @@ from traceview.analysis.call_totals import CollectiveSummary, summaries_by_part
 from traceview.analysis.calls import collective_calls
 from traceview.analysis.gradients import GradientStep, gradient_steps
 from traceview.analysis.idle import IdleWhere, idle_where
+from traceview.analysis.overlap_tax import OverlapTax, overlap_taxes
 from traceview.analysis.stack import Stack
 from traceview.analysis.truncation import partial_steps
 from traceview.analysis.windows import (
@@ -62,6 +63,9 @@ class RankReport(msgspec.Struct, frozen=True, kw_only=True):
     devices: tuple[str, ...] = ()  # the GPUs the trace lists (deviceProperties names)
     # Per step, the gradients its backward pass made ready (AccumulateGrad ops)
     gradients: tuple[GradientStep, ...] = ()
+    # How much slower compute ran beside communication (analysis/overlap_tax.py); None where it
+    # cannot be measured, or the rank was stored before it was measured
+    overlap_tax: OverlapTax | None = None
 
     @property
     def recorded_strategy(self) -> str | None:
@@ -115,6 +119,7 @@ class _Measured(msgspec.Struct, frozen=True, kw_only=True):
     work: list[pl.DataFrame]
     tails: list[list[BackwardTail]]
     idle: list[list[IdleWhere]]
+    taxes: list[OverlapTax | None]
 
 
 def _measured(stack: Stack) -> _Measured:
@@ -128,6 +133,7 @@ def _measured(stack: Stack) -> _Measured:
         work=work_by_name(stack),
         tails=backward_tails(stack, calls),
         idle=idle_where(stack),
+        taxes=overlap_taxes(stack),
     )
 
 
@@ -168,6 +174,7 @@ def _report(
         idle_where=tuple(measured.idle[p]),
         devices=meta.devices,
         gradients=tuple(gradient_steps(timeline.gradients)),
+        overlap_tax=measured.taxes[p],
     )
 
 

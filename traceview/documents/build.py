@@ -3,6 +3,7 @@ the units they show them (µs, bytes, GB/s), as plain Python numbers."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -113,12 +114,41 @@ def step_rows(r: RankReport, steps: StepSelection | None) -> list[d.StepRow]:
                 memset=before.memset,
             )
         )
-    rows += [
-        _step_row(s.breakdown, s.step, before_first_step=False, partial=s.partial)
-        for s in r.steps
-        if steps is None or s.step in steps
-    ]
+    taxed = {t.step: t.tax_ns for t in r.overlap_tax.by_step} if r.overlap_tax else {}
+    for s in r.steps:
+        if steps is None or s.step in steps:
+            row = _step_row(s.breakdown, s.step, before_first_step=False, partial=s.partial)
+            if s.step in taxed:
+                row.overlap_tax_us = taxed[s.step] / 1000.0
+            rows.append(row)
     return rows
+
+
+def overlap_tax(r: RankReport) -> d.OverlapTaxJson | None:
+    """The rank's overlap tax over its steps with work, beside the exposed communication."""
+    t = r.overlap_tax
+    if t is None:
+        return None
+    worked = [s.breakdown for s in r.steps if s.holds_work]
+    exposed = [b.exposed_comm_ns for b in worked]
+    coverage = t.coverage
+    return d.OverlapTaxJson(
+        tax_us=t.tax_ns / 1000.0,
+        steps=len(worked),
+        tax_per_step_us=t.tax_ns / 1000.0 / max(len(worked), 1),
+        comm_cost_us=(
+            None if None in exposed else (sum(e or 0 for e in exposed) + t.tax_ns) / 1000.0
+        ),
+        pairs=t.pairs,
+        kernels=t.kernels,
+        beside_us=t.beside_ns / 1000.0,
+        paired_us=t.paired_ns / 1000.0,
+        coverage_pct=None if coverage is None else 100.0 * coverage,
+        slowdown=None if t.slowdown is None else list(t.slowdown),
+        alone=None if t.alone is None else list(t.alone),
+        beyond_noise=t.beyond_noise,
+        caveat=t.caveat,
+    )
 
 
 def rank(r: RankReport, job_name: str, steps: StepSelection | None) -> d.Rank:
@@ -144,6 +174,7 @@ def rank(r: RankReport, job_name: str, steps: StepSelection | None) -> d.Rank:
             )
             for c in r.collectives
         ],
+        overlap_tax=overlap_tax(r),
     )
 
 
@@ -156,6 +187,20 @@ def spread(job: Job, steps: StepSelection | None) -> d.JobSpread:
         value = {k: None if v is None else float(v) / per
                  for k, v in (("min", s.min), ("median", s.median), ("max", s.max))}  # fmt: skip
         out[key] = d.Spread(**value, worst_rank=s.worst_rank)
+    keep = _keep(steps)
+    taxed = [
+        (sum(t.tax_ns for t in r.overlap_tax.by_step if keep is None or keep(t.step)), r.rank)
+        for r in job.ranks
+        if r.overlap_tax is not None and r.overlap_tax.pairs
+    ]
+    if taxed:
+        values = sorted(v / 1e3 for v, _ in taxed)
+        out["overlap_tax_us"] = d.Spread(
+            min=values[0],
+            median=statistics.median(values),
+            max=values[-1],
+            worst_rank=max(taxed, key=lambda t: t[0])[1],
+        )
     return d.JobSpread(job=job.name, ranks=len(job.ranks), spread=out)
 
 

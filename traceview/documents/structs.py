@@ -86,6 +86,28 @@ class StepRow(BreakdownJson, kw_only=True):
     kernels: int | None  # before the first step: what ran there
     memcpy: int | None
     memset: int | None
+    # docs/metrics.md "Overlap tax": the step's paired launches' extra time beside communication
+    # (null: none of its launches could be paired, or the rank's tax is not measured)
+    overlap_tax_us: Us | None = None
+
+
+class OverlapTaxJson(Struct, kw_only=True):
+    """docs/metrics.md "Overlap tax": how much longer compute kernels ran beside communication
+    than the same launches alone, over the rank's steps."""
+
+    tax_us: Us  # the steps' taxes summed
+    steps: int  # the rank's steps with work
+    tax_per_step_us: Us
+    comm_cost_us: Us | None  # over those steps: exposed communication + the tax
+    pairs: int  # launches beside communication with an alone baseline
+    kernels: int  # distinct launches (name, n-th in its step) among them
+    beside_us: Us  # compute launches' time beside communication ...
+    paired_us: Us  # ... of which the paired launches'
+    coverage_pct: float | None
+    slowdown: list[float] | None  # duration ÷ baseline: 25th, 50th, 75th percentile
+    alone: list[float] | None  # the same between alone runs: the noise
+    beyond_noise: bool
+    caveat: str | None
 
 
 class CollectiveTotal(Struct, kw_only=True):
@@ -109,6 +131,7 @@ class Rank(Struct, kw_only=True):
     total: BreakdownJson | None  # null when the trace holds no work at all
     steps: list[StepRow]
     collectives: list[CollectiveTotal]
+    overlap_tax: OverlapTaxJson | None = None  # null: CPU traces, communication not recorded
 
 
 class Spread(Struct, kw_only=True):

@@ -20,6 +20,7 @@ __all__ = [
     "NO_FINDINGS",
     "SCALING_LEGEND",
     "job_said",
+    "overlap_tax_said",
     "stragglers_said",
     "strategy_said",
 ]
@@ -99,3 +100,26 @@ def link_said(name: str | None, peak_gbps: float | None, scope: str | None, basi
     return (
         f"against the link's peak: {name}, {peak_gbps:,.0f} GB/s per direction, {scope} ({basis})"
     )
+
+
+def overlap_tax_said(t: d.OverlapTaxJson) -> str:
+    """A rank's overlap tax in a sentence, its evidence and caveat with it (docs/metrics.md
+    "Overlap tax")."""
+    if not t.pairs or t.slowdown is None:
+        return f"overlap tax: {t.caveat}"
+    q1, q2, q3 = t.slowdown
+    alone = f"{t.alone[1]:.2f}× ({t.alone[0]:.2f}–{t.alone[2]:.2f}×)" if t.alone else "not known"
+    cost = (
+        f"; counting it, communication costs {t.comm_cost_us / 1e3:,.3f} ms over "
+        f"{t.steps} steps, not the exposed {(t.comm_cost_us - t.tax_us) / 1e3:,.3f} ms"
+        if t.comm_cost_us is not None
+        else ""
+    )
+    said = (
+        f"overlap tax: {t.tax_us / 1e3:+,.3f} ms ({t.tax_per_step_us / 1e3:+,.3f} ms a step): "
+        f"compute beside communication ran {q2:.2f}× its time alone (middle half "
+        f"{q1:.2f}–{q3:.2f}×; alone runs {alone}), over {t.pairs:,} launches of "
+        f"{t.kernels:,} kernels, {t.coverage_pct or 0:.0f}% of the compute beside communication"
+        f"{cost}"
+    )
+    return f"{said} (caveat: {t.caveat})" if t.caveat else said

@@ -43,6 +43,7 @@ from traceview.presentation.frames import (
     withheld_lines,
 )
 from traceview.presentation.lanes import row_order, timeline_frame
+from traceview.presentation.overlap_tax import TAX_COLUMNS, tax_frame, tax_words
 from traceview.report import diff_section
 from traceview.report.htmlpage import html_page, table_html
 
@@ -263,6 +264,31 @@ def _desync(doc: _Doc, job: Job) -> None:
         doc.add("<ul>" + "".join(f"<li>{_e(s)}</li>" for s in signs) + "</ul>")
 
 
+# The overlap tax table's rows at most: the most taxed ranks.
+_TAX_ROWS = 16
+
+
+def _overlap_tax(doc: _Doc, job: Job) -> None:
+    words = tax_words(job)
+    if words is None:
+        return
+    doc.add("<h3>The overlap tax: compute slowed beside communication</h3>")
+    doc.add(f"<p>{_e(words[0].upper() + words[1:])}.</p>")
+    frame = tax_frame(job)
+    if len(job.ranks) == 1 or frame["pairs"].sum() == 0:
+        return
+    shown = frame.head(_TAX_ROWS)
+    if frame.height > _TAX_ROWS:
+        doc.add(f"<p class=meta>The {_TAX_ROWS} ranks most taxed a step, of {frame.height}.</p>")
+    head = [TAX_COLUMNS[c][0] for c in shown.columns]
+    rows = [
+        [_e(UNKNOWN if v is None else (spec.format(v) if spec else v))
+         for v, (_, spec) in zip(row, TAX_COLUMNS.values(), strict=True)]
+        for row in shown.iter_rows()
+    ]  # fmt: skip
+    doc.add(table_html(head, rows, wrap_last=True))
+
+
 def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
     doc.add(f'<h2 id="{_anchor(i)}">{_e(name)}</h2>')
     first = job.ranks[0]
@@ -285,6 +311,7 @@ def _run_section(doc: _Doc, i: int, job: Job, name: str) -> None:
         doc.add("<p>No step's window split: these traces do not measure communication.</p>")
     else:
         doc.add("<p>No profiler steps in these traces (ProfilerStep#N).</p>")
+    _overlap_tax(doc, job)
     _stragglers(doc, job)
     _desync(doc, job)
     for part in critical_path.report_parts(job):

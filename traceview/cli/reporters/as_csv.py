@@ -19,7 +19,7 @@ from traceview.documents.diff import diff as diff_document
 from traceview.documents.frames import frame
 from traceview.loader import Runs
 
-ANALYZE_COLUMNS = ["trace", "rank", "world_size", "step", *BREAKDOWN, "caveats"]
+ANALYZE_COLUMNS = ["trace", "rank", "world_size", "step", *BREAKDOWN, "overlap_tax_us", "caveats"]
 
 
 def _blank(value: object) -> object:
@@ -38,13 +38,18 @@ def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> 
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(ANALYZE_COLUMNS)
     for r in build.analyze(runs, steps).ranks:
+        tax = r.overlap_tax
+        said = " | ".join(
+            c for c in (caveats(r), tax and tax.caveat and f"overlap tax: {tax.caveat}") if c
+        )
         for step, b in rank_rows(r, "before_first_step"):
             times = [getattr(b, f) for f in BREAKDOWN[:-1]]
+            taxed = b.overlap_tax_us if isinstance(b, d.StepRow) else tax and tax.tax_us
             writer.writerow(
                 [r.trace, _blank(r.rank), _blank(r.world_size), step]
                 + [_blank(v if v is None else f"{v:.3f}") for v in times]
                 + [_blank(None if b.overlap_pct is None else round(b.overlap_pct, 3))]
-                + [caveats(r)]
+                + [_blank(None if taxed is None else f"{taxed:.3f}"), said]
             )
     return buf.getvalue()
 

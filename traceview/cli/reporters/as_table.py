@@ -28,6 +28,7 @@ from traceview.documents.words import (
     NO_FINDINGS,
     SCALING_LEGEND,
     job_said,
+    overlap_tax_said,
     strategy_said,
 )
 from traceview.loader import Runs
@@ -68,7 +69,10 @@ def analyze(runs: Runs, steps: StepSelection | None, per_rank: bool = False) -> 
 
 
 # The step table's column names, a figure per row.
-_SPREAD_NAMES = dict(zip(BREAKDOWN, _STEP_HEAD[1:], strict=True))
+_SPREAD_NAMES = {
+    **dict(zip(BREAKDOWN, _STEP_HEAD[1:], strict=True)),
+    "overlap_tax_us": "overlap tax ms",  # docs/metrics.md "Overlap tax": ranks that measure it
+}
 
 
 def _spread_table(
@@ -94,6 +98,9 @@ def _spread_table(
         for n in r.notes:
             if n.severity in ("caveat", "lossy"):
                 said.setdefault(n.message, []).append(str(r.rank))
+        tax = r.overlap_tax
+        if tax is not None and tax.pairs and tax.caveat:
+            said.setdefault(f"overlap tax: {tax.caveat}", []).append(str(r.rank))
     for message, who in said.items():
         lines.append(f"  caveat (ranks {', '.join(who)}): {message}")
     if not per_rank:
@@ -133,6 +140,8 @@ def _rank_table(r: d.Rank) -> str:
         lines.append(
             f"  {c.collective}: {counted(c.count, 'call')}, {c.total_us / 1e3:,.3f} ms, {size}"
         )
+    if r.overlap_tax is not None:
+        lines.append(f"  {overlap_tax_said(r.overlap_tax)}")
     for n in r.notes:
         kind = {"lossy": "warning", "caveat": "caveat"}.get(n.severity, "note")
         lines.append(f"  {kind}: {n.message}")

@@ -5,6 +5,7 @@ from traceview.dashboard.ui import overview_map, pick_ranks, pick_run, table
 from traceview.presentation import charts, critical_path, overview, stragglers
 from traceview.presentation.desync import desync_words
 from traceview.presentation.frames import overlap_frame
+from traceview.presentation.overlap_tax import TAX_COLUMNS, tax_frame, tax_words
 
 OVERLAP_COLUMNS = {
     "rank": ("rank", "{:d}"),
@@ -53,6 +54,13 @@ if picked:
             "communication, communication exposed, and idle (definitions in docs/metrics.md)."
         )
         table(frame.pivot(on="part", index=["rank", "step"], values="ms"), OVERLAP_COLUMNS)
+        taxed = tax_words(job)
+        if taxed is not None:
+            st.subheader("The overlap tax: compute slowed beside communication")
+            st.caption(taxed[0].upper() + taxed[1:] + ".")
+            taxes = tax_frame(job)
+            if len(job.ranks) > 1 and taxes["pairs"].sum():
+                table(taxes, TAX_COLUMNS)
         waited_for = stragglers.of(job)
         if waited_for is not None:
             st.subheader("Who the ranks waited for")

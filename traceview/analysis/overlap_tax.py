@@ -1,0 +1,176 @@
+"""The overlap tax (docs/metrics.md "Overlap tax"): how much slower compute kernels run while
+communication runs beside them. NCCL's kernels take SMs and memory bandwidth, so a GEMM that
+overlaps an all-reduce can take longer than the same GEMM alone; "hidden" communication costs
+that slowdown.
+
+The same kernel is the same launch of the training loop: the same kernel name, launched the
+same n-th time in its step, on the same rank. A loop whose shapes do not change runs it on the
+same shapes every step (the trace records no shapes on kernels, so kernels are not compared
+within a step). Steps that launched a name a different number of times than most steps did are
+left out for that name, as its n-th launch may be another op there.
+
+A launch is *beside communication* when communication ran for at least half its time, and
+*alone* when none ran during it; its baseline is the median of its alone durations. The tax of
+a step is the sum, over its launches beside communication that have a baseline, of
+(duration − baseline)."""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+import polars as pl
+
+from traceview.algebra import covered_length
+from traceview.analysis.stack import Stack
+from traceview.queries import collected
+
+# Quartiles (25th, 50th, 75th percentile) of duration ÷ baseline.
+Quartiles = tuple[float, float, float]
+
+
+class StepTax(msgspec.Struct, frozen=True, kw_only=True):
+    step: int
+    tax_ns: int
+    pairs: int  # launches beside communication with a baseline
+
+
+class OverlapTax(msgspec.Struct, frozen=True, kw_only=True):
+    """One rank's overlap tax over its steps."""
+
+    tax_ns: int  # the steps' taxes summed
+    pairs: int  # launches beside communication that have a baseline
+    kernels: int  # distinct launches (name, n-th in the step) among them
+    beside_ns: int  # time of every compute launch beside communication
+    paired_ns: int  # of which the paired launches' (the rest has no alone run to compare)
+    slowdown: Quartiles | None  # duration ÷ baseline of the paired launches
+    alone: Quartiles | None  # the same of alone launches with two alone runs or more: the noise
+    by_step: tuple[StepTax, ...]
+
+    @property
+    def coverage(self) -> float | None:
+        """The share of the time beside communication that the tax could be measured on."""
+        return self.paired_ns / self.beside_ns if self.beside_ns else None
+
+    @property
+    def beyond_noise(self) -> bool:
+        """The middle half of the slowdowns lies above the middle half of the alone runs."""
+        if self.slowdown is None or self.alone is None:
+            return False
+        return self.slowdown[0] > self.alone[2]
+
+    @property
+    def caveat(self) -> str | None:
+        """Why the tax may mislead, where it may."""
+        if not self.pairs:
+            return (
+                "not measured: no kernel launch ran both beside communication and alone in "
+                "another step"
+            )
+        said = []
+        if not self.beyond_noise:
+            said.append(
+                "within noise: the middle half of the slowdowns does not clear that of the "
+                "alone runs"
+                if self.alone is not None
+                else "no launch ran alone twice, so the noise is not known"
+            )
+        if (coverage := self.coverage) is not None and coverage < COVERAGE:
+            said.append(
+                "measured on less than half of the compute beside communication: the rest "
+                "ran beside it in every step, with no alone run to compare"
+            )
+        return "; ".join(said) or None
+
+
+# Below this share of the compute beside communication, the tax is said to be partial.
+COVERAGE = 0.5
+
+
+def overlap_taxes(stack: Stack) -> list[OverlapTax | None]:
+    """Per part: its tax, or None where it cannot be measured (CPU traces, communication not
+    recorded, no step)."""
+    out: list[OverlapTax | None] = [None] * stack.parts
+    if stack.mode != "gpu":
+        return out
+    work = stack.work
+    rows = collected(
+        work.lazy().filter((pl.col("kind") == "compute") & pl.col("step").is_not_null()),
+        work.height,
+    )
+    if rows.height == 0:
+        return out
+    covered = covered_length(stack.comm, stack.moved(rows, "ts_ns"), stack.moved(rows, "end_ns"))
+    launches = _launches(
+        rows.select(
+            part=pl.Series(stack.part_of(rows)),
+            step="step",
+            name="name",
+            order=pl.coalesce("launch_ns", "ts_ns"),
+            start="ts_ns",
+            dur=pl.col("end_ns") - pl.col("ts_ns"),
+            covered=pl.Series(covered),
+        )
+    )
+    for (p,), own in launches.group_by("part", maintain_order=True):
+        if stack.comm_measured[int(p)]:  # type: ignore[call-overload]
+            out[int(p)] = _tax(own)  # type: ignore[call-overload]
+    return out
+
+
+def _launches(rows: pl.DataFrame) -> pl.DataFrame:
+    """Each compute launch with its place (n-th of its name in its step), whether it ran beside
+    communication or alone, and its baseline; launches of steps with an unusual count of their
+    name left out."""
+    same = ["part", "name", "nth"]
+    rows = (
+        rows.sort("part", "step", "order", "start")
+        .with_columns(
+            nth=pl.int_range(pl.len()).over("part", "step", "name"),
+            count=pl.len().over("part", "step", "name"),
+        )
+        # The count most steps launched (one vote a step: its first launch of the name).
+        .with_columns(
+            usual=pl.col("count").filter(pl.col("nth") == 0).mode().min().over("part", "name")
+        )
+        .filter(pl.col("count") == pl.col("usual"))
+        .with_columns(
+            beside=pl.col("covered") * 2 >= pl.col("dur"),
+            alone=pl.col("covered") == 0,
+        )
+    )
+    alone_dur = pl.col("dur").filter(pl.col("alone"))
+    return rows.with_columns(
+        baseline=alone_dur.median().over(same),
+        alone_runs=alone_dur.len().over(same),
+    )
+
+
+def _tax(rows: pl.DataFrame) -> OverlapTax:
+    beside = rows.filter(pl.col("beside") & (pl.col("covered") > 0))
+    paired = beside.filter(pl.col("baseline").is_not_null()).with_columns(
+        extra=(pl.col("dur") - pl.col("baseline")).round().cast(pl.Int64),
+        ratio=pl.col("dur") / pl.col("baseline"),
+    )
+    by_step = paired.group_by("step").agg(tax_ns=pl.col("extra").sum(), pairs=pl.len()).sort("step")
+    noise = rows.filter(pl.col("alone") & (pl.col("alone_runs") >= 2))
+    return OverlapTax(
+        tax_ns=int(paired["extra"].sum()),
+        pairs=paired.height,
+        kernels=paired.select("name", "nth").n_unique() if paired.height else 0,
+        beside_ns=int(beside["dur"].sum()),
+        paired_ns=int(paired["dur"].sum()),
+        slowdown=_quartiles(paired["ratio"].to_numpy()),
+        alone=_quartiles((noise["dur"] / noise["baseline"]).to_numpy()),
+        by_step=tuple(
+            StepTax(step=int(s), tax_ns=int(t), pairs=int(n))
+            for s, t, n in by_step.select("step", "tax_ns", "pairs").iter_rows()
+        ),
+    )
+
+
+def _quartiles(values: np.ndarray) -> Quartiles | None:
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    q1, q2, q3 = np.quantile(values, [0.25, 0.5, 0.75])
+    return float(q1), float(q2), float(q3)
