@@ -163,3 +163,25 @@ def test_a_rank_without_step_markers_leaves_the_job_unaligned_not_broken(tmp_pat
     assert f"{tmp_path / 'job'} · 2 ranks · NOT ALIGNED: " in done.out
     assert f"{tmp_path / 'good'} · 2 ranks · " in done.out
     assert cli("analyze", tmp_path / "job").code == 0
+
+
+def test_point_to_point_numbers_are_not_collectives_numbers(tmp_path):
+    # PyTorch numbers a group's point-to-point calls apart from its collectives (the `Seq` of a
+    # send and of an all-reduce may be equal; Kineto's "Comms Id" hashes the group, the number
+    # and whether the call is point-to-point): rank 0's send and rank 1's recv, both number 1,
+    # must not take the place of the all-reduces numbered 1.
+    r0 = rank_trace(tmp_path, 0, 0, [(100, 150), (200, 250), (300, 350)], "a", seqs=[0, 1, 2])
+    r1 = rank_trace(tmp_path, 1, 700, [(110, 150), (220, 250), (320, 350)], "b", seqs=[0, 1, 2])
+    for path, kind, shift in ((r0, "send", 0), (r1, "recv", 700)):
+        doc = json.loads(path.read_text())
+        args = {"Collective name": kind, "In msg nelems": 10, "Out msg nelems": 10,
+                "dtype": "Float", "Seq": 1}  # fmt: skip
+        doc["traceEvents"] += [
+            tb.launch(50, shift + 400),
+            tb.kernel("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", shift + 410,
+                      20, 50, stream=21, **args),
+        ]  # fmt: skip
+        path.write_text(json.dumps(doc))
+    cross = job_of(tmp_path, [r0, r1]).cross_rank
+    assert cross.aligned and cross.matched_by == "sequence numbers"
+    assert pairs(cross, 700) == [(100, 110), (200, 220), (300, 320)]

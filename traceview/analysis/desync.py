@@ -26,10 +26,9 @@ from typing import Literal
 import msgspec
 import polars as pl
 
-from traceview.analysis.matching import UNEVEN
+from traceview.analysis.matching import POINT_TO_POINT, UNEVEN
 from traceview.plain import UNKNOWN, counted, noun
 
-POINT_TO_POINT = ["send", "recv", "send_recv"]
 UNNAMED = "default"  # the group of calls whose trace names none
 
 Kind = Literal["missing", "mismatch", "stops early"]

@@ -11,6 +11,9 @@ import polars as pl
 KEY = ["pg_key", "order"]
 # Collectives whose message size may differ from rank to rank.
 UNEVEN = ["all_to_all", "send_recv", "send", "recv", "gather", "scatter"]
+# PyTorch numbers a group's point-to-point calls apart from its collectives: their `Seq` may be
+# equal (Kineto's cross-rank "Comms Id" hashes the group, the number and which of the two).
+POINT_TO_POINT = ["send", "recv", "send_recv"]
 # Collectives no rank can finish before every rank has begun: these are the ones a match is
 # checked on. (A broadcast's or reduce's root, or a point-to-point sender, may finish first.)
 SYMMETRIC = ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier"]
@@ -25,7 +28,8 @@ MAX_END_TIME_PAIRS = 2_000_000
 
 
 def keyed_calls(calls: pl.DataFrame) -> pl.DataFrame:
-    """Each call's key: its sequence number in its group where recorded, else its order among
+    """Each call's key: its sequence number in its group where recorded (point-to-point and
+    collective numbers apart: what Kineto's "Comms Id" hashes), else its order among
     the calls of the same type and size in its group and step (Gloo's two worker threads can
     start queued collectives a little out of order; same-sized ones are interchangeable)."""
     same = ["rank", "step", "pg_key", "collective", "size_key"]
@@ -36,7 +40,15 @@ def keyed_calls(calls: pl.DataFrame) -> pl.DataFrame:
         on_device=pl.col("lane").str.starts_with("stream"),
     ).with_columns(
         order=pl.when(pl.col("seq").is_not_null())
-        .then(pl.format("seq {}", pl.col("seq")))
+        .then(
+            pl.format(
+                "{} {}",
+                pl.when(pl.col("collective").is_in(POINT_TO_POINT))
+                .then(pl.lit("p2p seq"))
+                .otherwise(pl.lit("seq")),
+                pl.col("seq"),
+            )
+        )
         .otherwise(
             pl.format(
                 "{}/{}/{}/{}",
