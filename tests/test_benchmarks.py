@@ -61,3 +61,21 @@ def test_the_many_rank_benchmark_runs_at_a_small_size(tmp_path):
     assert all(f["wall_s"] > 0 for f in document["figures"].values())
     assert all(document["figures"][c]["cpu_s"] > 0 for c in ("analyze", "ranks", "collectives"))
     assert (document["ranks"] == 4 and "within" in done.stdout) or "OVER" in done.stdout
+
+
+@pytest.mark.cli
+def test_the_bucket_benchmark_runs_at_a_small_size(tmp_path):
+    """bench_bucket.py at 4 ranks against its own S3 server: each step measured on disk and in
+    the bucket, and written as JSON."""
+    out = tmp_path / "figures.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_bucket.py"), "--ranks", "4", "--repeat", "1",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text())["figures"]
+    steps = {"first ingest", "ingest, nothing changed", "ingest, one rank changed", "analyze"}
+    assert set(figures) == {"disk", "bucket"}
+    assert all(set(side) == steps for side in figures.values())
+    assert all(f["wall_s"] > 0 for side in figures.values() for f in side.values())

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import stat
 from collections.abc import Callable
-from pathlib import Path
+from pathlib import Path, PurePath
 
 STDIN = "-"
 
@@ -16,6 +16,8 @@ def is_stream(path: Path) -> bool:
     """Standard input, a pipe, a character device: read as it comes, with no size."""
     if str(path) == STDIN:
         return True
+    if not isinstance(path, PurePath):  # object storage: no pipes there, and a stat is a request
+        return False
     try:
         mode = path.stat().st_mode
     except OSError:

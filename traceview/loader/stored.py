@@ -108,7 +108,7 @@ def read_work(partitions: Sequence[Path], held: Sequence[RankReport]) -> list[pl
 def batches(partitions: Sequence[Path]) -> Iterator[tuple[int, int]]:
     """(first, end) of each batch of `partitions` whose tables are read together: up to BATCH
     ranks' own partitions, or every rank of one pack (its files are read once)."""
-    parents = [p.parent for p in partitions]
+    parents = [layout.parent_of(p) for p in partitions]
     packs = [parent if layout.is_pack_name(parent.name) else None for parent in parents]
     first = 0
     while first < len(partitions):
@@ -139,7 +139,7 @@ def _as_stored(
     try:
         for folder, stored in zip(folders, summaries, strict=True):
             for name in names:
-                parent = folder.parent
+                parent = layout.parent_of(folder)
                 place = parent if layout.is_pack_name(parent.name) else folder
                 key = (place, name, stored.files.get(name) if stored else None)
                 if key not in checked:

@@ -33,7 +33,7 @@ def accepted_summaries(partitions: Sequence[Path]) -> list[tuple[str, ...] | Non
     jobs: dict[Path, Path] = {}  # each partition's parent's job folder (one look per parent)
     out = []
     for folder in partitions:
-        parent = folder.parent
+        parent = layout.parent_of(folder)
         job = jobs.get(parent) or jobs.setdefault(parent, layout.job_of(folder))
         if job not in records:
             try:

@@ -29,6 +29,7 @@ from traceview.store.layout import (
     TABLES,
     cannot_write,
     is_packed,
+    parent_of,
 )
 from traceview.tables import (
     BREAKDOWN_COLUMNS,
@@ -253,7 +254,7 @@ def read_summaries(
 ) -> list[Stored | None]:
     """read_stored of each partition, None where it fails (read alone, it says why); the
     ranks of one pack with one look at its summaries."""
-    packs = {f.parent for f in folders}
+    packs = {parent_of(f) for f in folders}
     if len(packs) == 1 and folders and is_packed(folders[0]) and len(set(accepted)) == 1:
         try:
             ranks = _pack_summaries(packs.pop(), accepted[0])
@@ -288,8 +289,8 @@ def _pack_summaries(pack: Path, accepted: tuple[str, ...] | None) -> dict[str, S
 
 
 def _packed_summary(place: Path, accepted: tuple[str, ...] | None) -> Stored:
-    stored = _pack_summaries(place.parent, accepted).get(place.name.removeprefix("rank="))
-    path = place.parent / PACK_SUMMARIES
+    stored = _pack_summaries(parent_of(place), accepted).get(place.name.removeprefix("rank="))
+    path = parent_of(place) / PACK_SUMMARIES
     if stored is None:
         raise TraceviewError(f"{place}: not in its job's pack ({path}): ingest the job again")
     return _readable(stored, path)
@@ -399,7 +400,7 @@ def _table(
 
 def table_path(folder: Path, name: str) -> Path:
     """Where a partition's table is: its own file, or its pack's (every packed rank's rows)."""
-    return (folder.parent if is_packed(folder) else folder) / f"{name}.parquet"
+    return (parent_of(folder) if is_packed(folder) else folder) / f"{name}.parquet"
 
 
 def of_ranks(ranks: Iterable[int | None]) -> pl.Expr:
@@ -460,7 +461,7 @@ def _packed_tables(
     places: Sequence[Path], ranks: Sequence[int | None], name: str, schema: dict[str, Any]
 ) -> list[pl.DataFrame] | None:
     """read_tables for ranks of one pack: its file read once, its rows split by rank."""
-    if len({p.parent for p in places}) > 1 or not all(is_packed(p) for p in places):
+    if len({parent_of(p) for p in places}) > 1 or not all(is_packed(p) for p in places):
         return None
     path = table_path(places[0], name)
     try:

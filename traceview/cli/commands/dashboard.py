@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     cmd = [
         sys.executable,
         "-m",
-        "streamlit",
+        "traceview.dashboard.serve",  # Streamlit's command line, the first page loaded beside
         "run",
         str(APP),
         "--server.address",
