@@ -32,7 +32,7 @@ from traceview.documents.words import (
     strategy_said,
 )
 from traceview.loader import Runs
-from traceview.plain import GLOSSARY, UNKNOWN, counted
+from traceview.plain import GLOSSARY, UNKNOWN, counted, number_runs
 
 # -- analyze -------------------------------------------------------------------------------
 
@@ -93,19 +93,31 @@ def _spread_table(
         shown = [_spread_cell(key, v) for v in (s.min, s.median, s.max)]
         cells.append([_SPREAD_NAMES[key], *shown, worst])
     lines += aligned(cells, left_first=True)
-    said: dict[str, list[str]] = {}
+    said: dict[str, list[int | None]] = {}
     for r in ranks:
         for n in r.notes:
             if n.severity in ("caveat", "lossy"):
-                said.setdefault(n.message, []).append(str(r.rank))
+                said.setdefault(n.message, []).append(r.rank)
         tax = r.overlap_tax
         if tax is not None and tax.pairs and tax.caveat:
-            said.setdefault(f"overlap tax: {tax.caveat}", []).append(str(r.rank))
+            said.setdefault(f"overlap tax: {tax.caveat}", []).append(r.rank)
     for message, who in said.items():
-        lines.append(f"  caveat (ranks {', '.join(who)}): {message}")
+        lines.append(f"  caveat (ranks {_ranks_said(who)}): {message}")
     if not per_rank:
         lines.append("  each rank's steps: --per-rank")
     return "\n".join(lines) + "\n"
+
+
+def _ranks_said(ranks: list[int | None]) -> str:
+    """ "0, 1, 5", or as runs where there are many ("0–4095, 4097–10239"); a rank a trace
+    does not say, as unknown."""
+    known = [r for r in ranks if r is not None]
+    listed = ", ".join(map(str, known)) if len(known) <= _LISTED_RANKS else number_runs(known)
+    return ", ".join(x for x in (listed, "unknown" if None in ranks else "") if x)
+
+
+# Up to this many ranks a caveat lists them one by one.
+_LISTED_RANKS = 8
 
 
 def _spread_cell(key: str, value: float) -> str:
