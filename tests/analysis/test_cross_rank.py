@@ -8,13 +8,20 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
 import traceview
 from tests import tracebuild as tb
 from tests.cli.run_cli import traceview as cli
-from traceview.analysis.matching import ENDS_SLACK_NS, ENDS_SLACK_SHARE
+from traceview.analysis.matching import (
+    ENDS_SLACK_NS,
+    ENDS_SLACK_SHARE,
+    _consensus,
+    _median,
+    rank_offsets,
+)
 
 US = 1000
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "traces"
@@ -185,3 +192,38 @@ def test_point_to_point_numbers_are_not_collectives_numbers(tmp_path):
     cross = job_of(tmp_path, [r0, r1]).cross_rank
     assert cross.aligned and cross.matched_by == "sequence numbers"
     assert pairs(cross, 700) == [(100, 110), (200, 220), (300, 320)]
+
+
+def test_every_rank_at_once_gives_each_rank_its_own_offset():
+    """rank_offsets, all ranks in one pass, against each rank measured alone as the definition
+    says (_consensus on GPU kernels, the median on CPU spans), on random pairs: ties, wrong
+    pairs far off, ranks of one pair, CPU ranks, and a rank spread over hours."""
+    rng = np.random.default_rng(58)
+    rows = []
+    for rank in range(1, 400):
+        n = int(rng.integers(1, 12))
+        offset = int(rng.integers(-(10**9), 10**9))
+        d = offset + rng.integers(-30_000, 30_000, n)
+        if n > 3 and rank % 3 == 0:
+            d[: n // 3] += rng.integers(10**6, 10**8, n // 3)  # wrong pairs
+        if rank % 7 == 0:
+            d[-1] = d[0]  # a tie
+        if rank == 99:
+            d[0] += 5 * 3600 * 10**9  # hours away: measured alone
+        device = np.full(n, rank % 5 != 0)
+        shortest = rng.integers(1_000, 2_000_000, n)
+        rows += [
+            (rank, int(x), bool(g), int(s)) for x, g, s in zip(d, device, shortest, strict=True)
+        ]
+    # Two clusters 110 µs apart, within a slack of 50 µs: the larger one (its first value has
+    # 4 within 50 µs, against 3) is the consensus; its median, 145 µs.
+    rows += [(400, x, True, 0) for x in (0, 10_000, 20_000, 130_000, 140_000, 150_000, 160_000)]
+    rows.sort(key=lambda r: (r[0], r[1]))
+    rank, d, device, shortest = (np.array(c) for c in zip(*rows, strict=True))
+    found = rank_offsets(rank, d, device, shortest)
+    assert found[400] == 145_000.0
+    for r in np.unique(rank).tolist():
+        mine = rank == r
+        dd, slack = d[mine].astype(float), ENDS_SLACK_NS + ENDS_SLACK_SHARE * shortest[mine]
+        alone = _consensus(dd, slack)[0] if device[mine].all() else _median(np.sort(dd))
+        assert found[r] == alone, r
