@@ -161,3 +161,17 @@ def test_a_pack_is_read_in_one_batch_and_partitions_in_batches_of_their_own():
     assert list(batches(many)) == [(0, 3 * BATCH)]
     loose = [job / f"rank={r}" for r in range(BATCH + 1)]
     assert list(batches(loose)) == [(0, BATCH), (BATCH, BATCH + 1)]
+
+
+def test_a_parent_in_object_storage_is_made_once_and_is_the_parent():
+    from upath import UPath
+
+    from traceview.store.layout import parent_of
+
+    places = [UPath(f"s3://bkt/store/job=a/pack-1/rank={k}") for k in range(3)]
+    parents = [parent_of(p) for p in places]
+    assert all(p is parents[0] for p in parents)  # one object, shared
+    assert str(parents[0]) == str(places[0].parent)
+    for url in ("s3://bkt", "s3://other", "s3://bkt/a", "s3://other/a/b/"):
+        assert str(parent_of(UPath(url))) == str(UPath(url).parent), url
+    assert parent_of(Path("store/job=a/pack/rank=0")) == Path("store/job=a/pack")

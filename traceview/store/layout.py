@@ -224,6 +224,8 @@ def parent_of(path: Path) -> Path:
         return path.parent
     text = str(path).rstrip("/")
     key = text[: text.rfind("/")]
+    if key.endswith(":/") or key.endswith(":"):  # a bucket's root, or above: no shared parent
+        return path.parent
     found = _PARENTS.get(key)
     if found is None:
         if len(_PARENTS) >= _PARENTS_KEPT:
