@@ -111,10 +111,7 @@ def overlap_taxes(stack: Stack) -> list[OverlapTax | None]:
             covered=pl.Series(covered),
         )
     )
-    for (p,), own in launches.group_by("part", maintain_order=True):
-        if stack.comm_measured[int(p)]:  # type: ignore[call-overload]
-            out[int(p)] = _tax(own)  # type: ignore[call-overload]
-    return out
+    return _taxes(launches, stack.comm_measured, out)
 
 
 def _launches(rows: pl.DataFrame) -> pl.DataFrame:
@@ -145,32 +142,73 @@ def _launches(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _tax(rows: pl.DataFrame) -> OverlapTax:
-    beside = rows.filter(pl.col("beside") & (pl.col("covered") > 0))
-    paired = beside.filter(pl.col("baseline").is_not_null()).with_columns(
+def _taxes(
+    launches: pl.DataFrame, comm_measured: np.ndarray, out: list[OverlapTax | None]
+) -> list[OverlapTax | None]:
+    """Each part's tax from its launches: every part in the same few queries (a query a part
+    cost a small rank's ingest about 10 ms)."""
+    paired = pl.col("baseline").is_not_null()
+    beside = launches.filter(pl.col("beside") & (pl.col("covered") > 0)).with_columns(
+        paired=paired,
         extra=(pl.col("dur") - pl.col("baseline")).round().cast(pl.Int64),
         ratio=pl.col("dur") / pl.col("baseline"),
     )
-    by_step = paired.group_by("step").agg(tax_ns=pl.col("extra").sum(), pairs=pl.len()).sort("step")
-    noise = rows.filter(pl.col("alone") & (pl.col("alone_runs") >= 2))
-    return OverlapTax(
-        tax_ns=int(paired["extra"].sum()),
-        pairs=paired.height,
-        kernels=paired.select("name", "nth").n_unique() if paired.height else 0,
-        beside_ns=int(beside["dur"].sum()),
-        paired_ns=int(paired["dur"].sum()),
-        slowdown=_quartiles(paired["ratio"].to_numpy()),
-        alone=_quartiles((noise["dur"] / noise["baseline"]).to_numpy()),
-        by_step=tuple(
-            StepTax(step=int(s), tax_ns=int(t), pairs=int(n))
-            for s, t, n in by_step.select("step", "tax_ns", "pairs").iter_rows()
-        ),
+    ratio = pl.col("ratio").filter(paired & pl.col("ratio").is_finite())
+    totals = beside.group_by("part").agg(
+        tax_ns=pl.col("extra").sum(),
+        pairs=pl.col("paired").sum(),
+        kernels=pl.struct("name", "nth").filter(paired).n_unique(),
+        beside_ns=pl.col("dur").sum(),
+        paired_ns=pl.col("dur").filter(paired).sum(),
+        **{f"s{i}": ratio.quantile(q, "linear") for i, q in enumerate(QUARTILES)},
     )
+    noise = (
+        launches.filter(pl.col("alone") & (pl.col("alone_runs") >= 2))
+        .with_columns(ratio=pl.col("dur") / pl.col("baseline"))
+        .filter(pl.col("ratio").is_finite())
+        .group_by("part")
+        .agg(**{f"a{i}": pl.col("ratio").quantile(q, "linear") for i, q in enumerate(QUARTILES)})
+    )
+    steps = (
+        beside.filter(paired)
+        .group_by("part", "step")
+        .agg(tax_ns=pl.col("extra").sum(), pairs=pl.len())
+        .sort("part", "step")
+    )
+    by_step: dict[int, list[StepTax]] = {}
+    for p, step, tax, n in steps.select("part", "step", "tax_ns", "pairs").iter_rows():
+        by_step.setdefault(p, []).append(StepTax(step=step, tax_ns=tax, pairs=n))
+    found = {
+        row["part"]: row for row in totals.join(noise, on="part", how="left").iter_rows(named=True)
+    }
+    for p in launches["part"].unique().to_list():
+        if not comm_measured[p]:
+            continue
+        row = found.get(p)
+        if row is None:  # no launch beside communication
+            out[p] = OverlapTax(tax_ns=0, pairs=0, kernels=0, beside_ns=0, paired_ns=0,
+                                slowdown=None, alone=None, by_step=())  # fmt: skip
+            continue
+        out[p] = OverlapTax(
+            tax_ns=int(row["tax_ns"] or 0),
+            pairs=int(row["pairs"]),
+            kernels=int(row["kernels"]),
+            beside_ns=int(row["beside_ns"]),
+            paired_ns=int(row["paired_ns"] or 0),
+            slowdown=_quartiles(row, "s"),
+            alone=_quartiles(row, "a"),
+            by_step=tuple(by_step.get(p, ())),
+        )
+    return out
 
 
-def _quartiles(values: np.ndarray) -> Quartiles | None:
-    values = values[np.isfinite(values)]
-    if values.size == 0:
+# The quartiles said: 25th, 50th and 75th percentile (linear between values, as numpy's).
+QUARTILES = (0.25, 0.5, 0.75)
+
+
+def _quartiles(row: dict[str, object], prefix: str) -> Quartiles | None:
+    values = [row.get(f"{prefix}{i}") for i in range(len(QUARTILES))]
+    if any(v is None for v in values):
         return None
-    q1, q2, q3 = np.quantile(values, [0.25, 0.5, 0.75])
-    return float(q1), float(q2), float(q3)
+    q1, q2, q3 = (float(v) for v in values)  # type: ignore[arg-type]
+    return q1, q2, q3
