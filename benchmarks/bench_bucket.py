@@ -85,8 +85,7 @@ def _touch_one_rank(job: Path, turn: int) -> None:
 
 
 def _ingest(job: Path, store: str, env: dict[str, str]) -> Run:
-    run = measure_once(tv("ingest", job, "--store", store), env)
-    return run
+    return measure_once(tv("ingest", job, "--store", store), env)
 
 
 def _figures(runs: list[Run]) -> dict[str, float]:

@@ -45,18 +45,23 @@ def test_a_benchmark_runs_at_a_small_size(tmp_path, script, rows):
         assert all(any(ch.isdigit() for ch in c) for c in cells[-3:]), line
 
 
-@pytest.mark.browser
-def test_the_many_rank_benchmark_runs_at_a_small_size(tmp_path):
-    """bench_many_ranks.py at 4 ranks (its store is kept in bench_out/, as its 10,240's is):
-    each figure measured, against its target, and written as JSON."""
+def _at_four_ranks(script: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    """A many-rank benchmark run once at 4 ranks: its process and the JSON it wrote."""
     out = tmp_path / "figures.json"
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench_many_ranks.py"), "--ranks", "4", "--repeat", "1",
+        [sys.executable, str(BENCHMARKS / script), "--ranks", "4", "--repeat", "1",
          "--out", str(out)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    document = json.loads(out.read_text())
+    return done, json.loads(out.read_text())
+
+
+@pytest.mark.browser
+def test_the_many_rank_benchmark_runs_at_a_small_size(tmp_path):
+    """bench_many_ranks.py at 4 ranks (its store is kept in bench_out/, as its 10,240's is):
+    each figure measured, against its target, and written as JSON."""
+    done, document = _at_four_ranks("bench_many_ranks.py", tmp_path)
     assert set(document["figures"]) == {"analyze", "ranks", "collectives", "dashboard first page"}
     assert all(f["wall_s"] > 0 for f in document["figures"].values())
     assert all(document["figures"][c]["cpu_s"] > 0 for c in ("analyze", "ranks", "collectives"))
@@ -67,14 +72,7 @@ def test_the_many_rank_benchmark_runs_at_a_small_size(tmp_path):
 def test_the_bucket_benchmark_runs_at_a_small_size(tmp_path):
     """bench_bucket.py at 4 ranks against its own S3 server: each step measured on disk and in
     the bucket, and written as JSON."""
-    out = tmp_path / "figures.json"
-    done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench_bucket.py"), "--ranks", "4", "--repeat", "1",
-         "--out", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    figures = json.loads(out.read_text())["figures"]
+    figures = _at_four_ranks("bench_bucket.py", tmp_path)[1]["figures"]
     steps = {"first ingest", "ingest, nothing changed", "ingest, one rank changed", "analyze"}
     assert set(figures) == {"disk", "bucket"}
     assert all(set(side) == steps for side in figures.values())

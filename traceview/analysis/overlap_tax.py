@@ -111,7 +111,7 @@ def overlap_taxes(stack: Stack) -> list[OverlapTax | None]:
             covered=pl.Series(covered),
         )
     )
-    return _taxes(launches, stack.comm_measured, out)
+    return _taxes(launches, stack.comm_measured)
 
 
 def _launches(rows: pl.DataFrame) -> pl.DataFrame:
@@ -142,11 +142,10 @@ def _launches(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _taxes(
-    launches: pl.DataFrame, comm_measured: np.ndarray, out: list[OverlapTax | None]
-) -> list[OverlapTax | None]:
-    """Each part's tax from its launches: every part in the same few queries (a query a part
-    cost a small rank's ingest about 10 ms)."""
+def _taxes(launches: pl.DataFrame, comm_measured: np.ndarray) -> list[OverlapTax | None]:
+    """Each part's tax from its launches (None: a part with none, or no communication seen):
+    every part in the same few queries (a query a part cost a small rank's ingest ~10 ms)."""
+    out: list[OverlapTax | None] = [None] * len(comm_measured)
     paired = pl.col("baseline").is_not_null()
     beside = launches.filter(pl.col("beside") & (pl.col("covered") > 0)).with_columns(
         paired=paired,
