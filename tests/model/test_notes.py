@@ -74,16 +74,16 @@ def test_the_caveat_is_in_every_format(tmp_path, fmt):
 
 @pytest.mark.cli
 def test_device_work_of_an_unmodelled_accelerator_is_said_in_every_format(tmp_path):
-    # An MTIA-style trace: CPU ops, and on-device events in mtia_ccp_events (3 of them, 2 named
-    # like an HCCL collective): analysed as CPU-only, but never in silence.
+    # CPU ops, and kernels in a category of their own (3 of them, 2 named like a collective):
+    # analysed as CPU-only, but never in silence.
     events = [tb.step(1, 0, 1000), tb.cpu_op("aten::mm", 10, 100)]
-    for i, name in enumerate(["hccl_allreduce_ring", "hccl_allreduce_ring", "fc_fwd"]):
-        events.append({**tb.kernel(name, 100 + 50 * i, 20, i + 1), "cat": "mtia_ccp_events"})
-    path = tb.write(tmp_path / "mtia.json", tb.document(events, world=1))
+    for i, name in enumerate(["npu_allreduce_ring", "npu_allreduce_ring", "fc_fwd"]):
+        events.append({**tb.kernel(name, 100 + 50 * i, 20, i + 1), "cat": "npu_kernel"})
+    path = tb.write(tmp_path / "npu.json", tb.document(events, world=1))
     said = (
-        "3 device events of an accelerator traceview does not model (not CUDA or ROCm kernels: "
-        "e.g. MTIA's on-device events) were left out; 2 of them are named like collectives "
-        "(hccl_allreduce_ring ×2): no figure here includes that device's compute or communication"
+        "3 device events of an accelerator traceview does not model (kernels in a category of "
+        "their own, not Kineto's 'kernel') were left out; 2 of them are named like collectives "
+        "(npu_allreduce_ring ×2): no figure here includes that device's compute or communication"
     )
     report = analyze_trace(path)
     assert report.mode == "cpu"

@@ -20,7 +20,12 @@ from traceview.parse.categories import CATEGORY, category, fold, folded
         ("operator", "cpu_op"),  # the old name of cpu_op
         ("gpu_user_annotation", "gpu_annotation"),
         ("python_function", "python"),
-        ("mtia_ccp_events", "accelerator"),
+        # Kineto's accelerators' names, aliases of the common ones (ActivityType.h)
+        ("mtia_ccp_events", "kernel"),
+        ("mtia_runtime", "runtime"),
+        ("xpu_runtime", "runtime"),
+        ("PrivateUse1_Runtime", "runtime"),
+        ("collective_comm", "collective"),  # XPU's oneCCL collectives, recorded by the runtime
         ("xpu_kernel", "accelerator"),  # another accelerator's kernels
         ("ac2g", "other"),
         ("", "other"),

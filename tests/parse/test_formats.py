@@ -491,7 +491,7 @@ def test_a_legacy_autograd_profiler_export_is_refused(tmp_path):
 def test_accelerator_device_events_are_kept_to_be_named(tmp_path):
     events = [
         tb.step(1, 0, 100),
-        {**tb.kernel("hccl_allreduce", 10, 5, 1), "cat": "mtia_ccp_events"},
+        {**tb.kernel("hccl_allreduce", 10, 5, 1), "cat": "npu_kernel"},
         {**tb.kernel("fc", 20, 5, 2), "cat": "npu_kernel"},  # any other category of kernels
         {**tb.kernel("py", 20, 5, 3), "cat": "python_function"},
     ]

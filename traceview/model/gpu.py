@@ -20,7 +20,8 @@ from traceview.parse import Trace
 from traceview.parse.names import COMM_KERNEL, collective_of, named
 from traceview.queries import collected
 
-DEVICE_CATS = ["kernel", "memcpy", "memset"]
+DEVICE_CATS = ["kernel", "memcpy", "memset", "collective"]
+MEMORY_CATS = ["memcpy", "memset"]
 
 
 def has_gpu_activity(trace: Trace) -> bool:
@@ -49,7 +50,8 @@ def said_counts(kernels: int, memcpy: int, memset: int) -> str:
 
 def launches_recorded(device: pl.DataFrame) -> set[int]:
     """The parts (model/batch.py) whose device work is linked, some of it, to the runtime calls
-    that launched it."""
+    that launched it (a runtime's own record of a collective is launched by none)."""
+    device = device.filter(pl.col("cat") != "collective")
     if PART not in device.columns:
         return {0} if device["launch_ns"].null_count() < device.height else set()
     recorded = device.group_by(PART).agg(pl.col("launch_ns").is_not_null().any())
@@ -77,9 +79,11 @@ def gpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -
         .unique(by_id, keep="first", maintain_order=True),
         events.height,
     )
-    device = device.join(launches, on=by_id, how="left").with_columns(
-        device=pl.coalesce("device", "pid"),
-        stream=pl.coalesce("stream", "tid"),
+    device = _one_record_of_each_collective(
+        device.join(launches, on=by_id, how="left").with_columns(
+            device=pl.coalesce("device", "pid"),
+            stream=pl.coalesce("stream", "tid"),
+        )
     )
     # What launched each: an op that runs its own collective? the backward pass (or, for
     # communication, one of FSDP's backward hooks)? for which FSDP module?
@@ -98,11 +102,16 @@ def gpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -
     )
     # A kernel is communication by its name (nccl*, rccl*), or by the op that launched it where
     # that op runs a collective in kernels of its own (symm_mem::multimem_all_reduce_).
-    is_comm = named(device, COMM_KERNEL) | pl.col("_collective_op").is_not_null()
+    # A collective a runtime recorded as an event of its own is communication, whatever its name.
+    is_comm = (
+        named(device, COMM_KERNEL)
+        | pl.col("_collective_op").is_not_null()
+        | (pl.col("cat") == "collective")
+    )
     if comm_pattern:
         is_comm = is_comm | named(device, comm_pattern)
     device = device.with_columns(
-        kind=pl.when(pl.col("cat") != "kernel")
+        kind=pl.when(pl.col("cat").is_in(MEMORY_CATS))
         .then(pl.lit("memory"))
         .when(is_comm)
         .then(pl.lit("comm"))
@@ -122,6 +131,24 @@ def gpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -
         module=pl.when(communication).then(fsdp_module(pl.col("_fsdp"))),
     )
     return _with_collectives(device, batch)
+
+
+def _one_record_of_each_collective(device: pl.DataFrame) -> pl.DataFrame:
+    """The collectives a runtime records as events of their own (Kineto's collective_comm:
+    XPU's oneCCL calls, on the host thread that made them), where a trace has no collectives
+    library's kernels; where it has those too, they are the same collectives, read once, as
+    the kernels. A runtime's record is launched by no runtime call: its launch is itself, on
+    its own thread, so that its step is the one it ran in."""
+    records = pl.col("cat") == "collective"
+    if not device.select(records.any()).item():
+        return device
+    kernels = (pl.col("cat") == "kernel") & named(device, COMM_KERNEL)
+    doubled = kernels.any().over(PART) if PART in device.columns else kernels.any()
+    return device.filter(~(records & doubled)).with_columns(
+        launch_ns=pl.when(records).then(pl.col("ts_ns")).otherwise(pl.col("launch_ns")),
+        launch_pid=pl.when(records).then(pl.col("pid")).otherwise(pl.col("launch_pid")),
+        launch_tid=pl.when(records).then(pl.col("tid")).otherwise(pl.col("launch_tid")),
+    )
 
 
 def _with_collectives(device: pl.DataFrame, batch: Batch) -> pl.DataFrame:

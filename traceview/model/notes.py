@@ -103,8 +103,8 @@ _COLLECTIVE_LIKE = rf"(?i)ccl|{MAYBE_COMM_KERNEL.removeprefix('(?i)')}"
 
 
 def _accelerator_work(trace: Trace) -> Note:
-    """Device work of an accelerator the model does not read (MTIA's on-device events, other
-    categories of kernels): named, with how much of it looks like communication, never left
+    """Device work of an accelerator the model does not read (kernels in a category of their
+    own, such as "npu_kernel"): named, with how much of it looks like communication, never left
     out in silence."""
     work = trace.events.filter(pl.col("cat") == "accelerator")
     names = work.group_by(name=pl.col("name").cast(pl.String)).len().sort("len", descending=True)
@@ -117,7 +117,7 @@ def _accelerator_work(trace: Trace) -> Note:
     )
     return Note(
         message=f"{work.height:,} device events of an accelerator traceview does not model "
-        f"(not CUDA or ROCm kernels: e.g. MTIA's on-device events) were left out{comm}: no "
+        f"(kernels in a category of their own, not Kineto's 'kernel') were left out{comm}: no "
         "figure here includes that device's compute or communication",
         severity="caveat",
     )

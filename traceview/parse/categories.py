@@ -6,7 +6,9 @@ from collections.abc import Iterable
 
 import polars as pl
 
-# Kineto has renamed its categories over the years; fold them onto one closed set.
+# Kineto has renamed its categories over the years, and names some per accelerator; fold them
+# onto one closed set. Kineto's ActivityType.h declares each accelerator's names aliases of the
+# common ones (MTIA_CCP_EVENTS = CONCURRENT_KERNEL, XPU_RUNTIME = RUNTIME, ...).
 CATEGORY = pl.Enum(
     [
         "kernel",
@@ -17,7 +19,8 @@ CATEGORY = pl.Enum(
         "user_annotation",
         "gpu_annotation",
         "python",
-        "accelerator",  # device work of an accelerator the model does not read (MTIA, ...)
+        "accelerator",  # device work of an accelerator the model does not read
+        "collective",  # a collective an accelerator's runtime records as an event of its own
         "other",
     ]
 )
@@ -27,17 +30,24 @@ _CATEGORY_OF = {
     "memcpy": "memcpy",
     "gpu_memset": "memset",
     "memset": "memset",
+    "mtia_ccp_events": "kernel",  # MTIA's on-device kernels
     "cuda_runtime": "runtime",
     "cuda_driver": "runtime",
     "runtime": "runtime",
+    "driver": "runtime",
+    "mtia_runtime": "runtime",
+    "xpu_runtime": "runtime",
+    "xpu_driver": "runtime",
+    "privateuse1_runtime": "runtime",
+    "privateuse1_driver": "runtime",
     "cpu_op": "cpu_op",
     "operator": "cpu_op",
     "user_annotation": "user_annotation",
     "gpu_user_annotation": "gpu_annotation",
     "python_function": "python",
     "python": "python",
-    "mtia_ccp_events": "accelerator",  # MTIA's on-device events
-    "collective_comm": "accelerator",  # collectives an accelerator's runtime records
+    # Collectives a runtime records as events of their own (XPU's oneCCL, through PTI)
+    "collective_comm": "collective",
 }
 # Any other category naming kernels is device work of an accelerator the model does not read.
 _ACCELERATOR_KERNELS = "kernel"

@@ -12,8 +12,12 @@ import re
 
 import polars as pl
 
-# The GPU collectives libraries, as their kernels and CPU spans begin.
-LIBRARIES = ("nccl", "rccl")
+# The accelerators' collectives libraries, as their kernels and CPU spans begin: NVIDIA's
+# and AMD's (ncclDevKernel_..., nccl:all_reduce), MTIA's (hccl:...) and Intel XPU's oneCCL,
+# which PyTorch and Kineto call XCCL (xccl:all_reduce, xccl::allreduce).
+LIBRARIES = ("nccl", "rccl", "hccl", "xccl")
+# Ascend's HCCL names its collectives' device tasks hcom_<collective>_ (hcom_allReduce__503_0_1).
+ASCEND_COMM_KERNEL = "hcom_"
 # CPU ops that launch a collective (nested ones describe the same call): c10d::allreduce_,
 # _c10d_functional::all_gather_into_tensor, nccl:all_reduce, record_param_comms, and the
 # symmetric-memory ops that run a collective in kernels of their own
@@ -33,8 +37,9 @@ def _either(words: tuple[str, ...]) -> str:
     return "|".join(re.escape(w) for w in words)
 
 
-# NCCL/RCCL kernels: ncclKernel_AllReduce_RING_LL_Sum_float(...), ncclDevKernel_Generic(...).
-COMM_KERNEL = rf"(?i)^(?:void\s+)?(?:{_either(LIBRARIES)})"
+# Collectives libraries' kernels: ncclKernel_AllReduce_RING_LL_Sum_float(...),
+# ncclDevKernel_Generic(...), hccl:all_reduce, xccl::allreduce, hcom_allGather__12_0_1.
+COMM_KERNEL = rf"(?i)^(?:void\s+)?(?:{_either((*LIBRARIES, ASCEND_COMM_KERNEL))})"
 # Gloo runs each collective as a span on a pt_gloo_runloop thread: gloo:all_reduce, ...
 GLOO_SPAN = rf"^{re.escape(GLOO_PREFIX)}"
 COMM_CALL = rf"^(?:{_either(CALL_PREFIXES)}|(?:{_either(CALL_NAMES)})$)"
