@@ -14,6 +14,7 @@ import pytest
 from tests.cli.run_cli import traceview
 from tests.store.test_store import SWEEP
 from traceview.loader.stored import BATCH, batches
+from traceview.store import layout
 
 JOBS = ("ddp-dp4", "zero3-dp4")
 COMMANDS = (
@@ -155,9 +156,13 @@ def test_sql_reads_a_packed_job_with_its_rank_as_a_column(store):
 
 def test_a_pack_is_read_in_one_batch_and_partitions_in_batches_of_their_own():
     job = Path("S/job=j")
-    places = [job / "rank=0", job / "pack/rank=1", job / "pack/rank=2", job / "rank=3"]
+
+    def packed(rank: int) -> layout.PackPlace:
+        return layout.PackPlace(job / "pack", str(job / "pack"), f"rank={rank}")
+
+    places = [job / "rank=0", packed(1), packed(2), job / "rank=3"]
     assert list(batches(places)) == [(0, 1), (1, 3), (3, 4)]
-    many = [job / f"pack/rank={r}" for r in range(3 * BATCH)]
+    many = [packed(r) for r in range(3 * BATCH)]
     assert list(batches(many)) == [(0, 3 * BATCH)]
     loose = [job / f"rank={r}" for r in range(BATCH + 1)]
     assert list(batches(loose)) == [(0, BATCH), (BATCH, BATCH + 1)]

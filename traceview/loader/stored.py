@@ -108,8 +108,7 @@ def read_work(partitions: Sequence[Path], held: Sequence[RankReport]) -> list[pl
 def batches(partitions: Sequence[Path]) -> Iterator[tuple[int, int]]:
     """(first, end) of each batch of `partitions` whose tables are read together: up to BATCH
     ranks' own partitions, or every rank of one pack (its files are read once)."""
-    parents = [layout.parent_of(p) for p in partitions]
-    packs = [parent if layout.is_pack_name(parent.name) else None for parent in parents]
+    packs = [layout.pack_of(p) for p in partitions]
     first = 0
     while first < len(partitions):
         pack, last = packs[first], first + 1
@@ -135,12 +134,11 @@ def _as_stored(
 ) -> bool:
     """Every table `names` of the partitions holds the bytes stored at ingest (else each is
     read alone, and the damaged one names itself)."""
-    checked: set[tuple[Path, str, object]] = set()  # a pack's files: checked once for its ranks
+    checked: set[tuple[object, str, object]] = set()  # a pack's files: once for its ranks
     try:
         for folder, stored in zip(folders, summaries, strict=True):
+            place = layout.pack_of(folder) or folder
             for name in names:
-                parent = layout.parent_of(folder)
-                place = parent if layout.is_pack_name(parent.name) else folder
                 key = (place, name, stored.files.get(name) if stored else None)
                 if key not in checked:
                     check_table(folder, name, stored)

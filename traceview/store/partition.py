@@ -29,6 +29,7 @@ from traceview.store.layout import (
     TABLES,
     cannot_write,
     is_packed,
+    pack_of,
     parent_of,
 )
 from traceview.tables import (
@@ -254,10 +255,10 @@ def read_summaries(
 ) -> list[Stored | None]:
     """read_stored of each partition, None where it fails (read alone, it says why); the
     ranks of one pack with one look at its summaries."""
-    packs = {parent_of(f) for f in folders}
+    packs = {pack_of(f) for f in folders}
     if len(packs) == 1 and folders and is_packed(folders[0]) and len(set(accepted)) == 1:
         try:
-            ranks = _pack_summaries(packs.pop(), accepted[0])
+            ranks = _pack_summaries(parent_of(folders[0]), accepted[0])
         except TraceviewError:
             return [None] * len(folders)
         found = [ranks.get(f.name.removeprefix("rank=")) for f in folders]
@@ -461,7 +462,7 @@ def _packed_tables(
     places: Sequence[Path], ranks: Sequence[int | None], name: str, schema: dict[str, Any]
 ) -> list[pl.DataFrame] | None:
     """read_tables for ranks of one pack: its file read once, its rows split by rank."""
-    if len({parent_of(p) for p in places}) > 1 or not all(is_packed(p) for p in places):
+    if len({pack_of(p) for p in places}) > 1 or not all(is_packed(p) for p in places):
         return None
     path = table_path(places[0], name)
     try:
