@@ -19,6 +19,7 @@ torch is imported only when a trace is ready: traceview itself does not need it.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 from traceview.errors import TraceviewError
 from traceview.loader.ingest import ingest_one
 from traceview.loader.sources import RunSource
+from traceview.store.pack import PACK_FROM_RANKS
 
 
 def trace_name(rank: int) -> str:
@@ -54,12 +56,17 @@ def handler(
     job: str | None = None,
     comm_pattern: str | None = None,
     on_written: Callable[[str], None] | None = None,
+    pack_from: int | None = PACK_FROM_RANKS,
 ) -> Callable[[Any], None]:
     """For `torch.profiler.profile(on_trace_ready=...)`: writes `folder/rank<N>.pt.trace.json.gz`
     (whole or not at all: written under a hidden name, then renamed) and, with `store`, the
     rank's partition of job `job` (default: the folder's name). `on_written(name)` is told of
     each file once it is whole. With a schedule that repeats, each cycle replaces the last.
-    A trace that cannot be stored is said on stderr; training goes on."""
+    A trace that cannot be stored is said on stderr; training goes on.
+
+    A job of `pack_from` ranks or more (None: never) is packed once its last rank is stored
+    (docs/store.md, "Packed jobs"): the rank that stored it starts `traceview pack` in a
+    process of its own, and trains on."""
     out = Path(folder)
     job = job or job_name(out)
 
@@ -78,8 +85,23 @@ def handler(
             on_written(target.name)
         if store is not None:
             try:
-                ingest_one(target, store, job, comm_pattern)
+                stored = ingest_one(target, store, job, comm_pattern)
             except TraceviewError as e:
                 sys.stderr.write(f"traceview: {target} not stored: {e.message}\n")
+                return
+            if pack_from is not None and (stored.completes or 0) >= pack_from:
+                pack_aside(store, job)
 
     return ready
+
+
+def pack_aside(store: str | Path, job: str) -> subprocess.Popen[bytes]:
+    """`traceview pack STORE --job JOB` in a session of its own: packing a job of thousands
+    of ranks takes a minute that the training need not wait (its errors go to this process's
+    stderr; a pack stopped midway leaves the job as it was)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "traceview", "pack", str(store), "--job", job],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )

@@ -319,11 +319,20 @@ def _commit_jobs(
     return tuple(written), tuple(failures), tuple(skipped)
 
 
-def ingest_one(trace: Path, store: str | Path, job: str, comm_pattern: str | None = None) -> Path:
+class StoredRank(msgspec.Struct, frozen=True):
+    """A rank's trace in its job's partition (ingest_one)."""
+
+    folder: Path  # the partition
+    completes: int | None  # the job's ranks, where this commit stored its last; else None
+
+
+def ingest_one(
+    trace: Path, store: str | Path, job: str, comm_pattern: str | None = None
+) -> StoredRank:
     """One rank's trace into its job's partition, in this process (the profiler handler, on
-    the rank that wrote the trace); its partition's folder. The job's other ranks may be
-    storing theirs at the same time. A trace that cannot be stored is recorded as such (the
-    job, read, says so) and raised."""
+    the rank that wrote the trace). The job's other ranks may be storing theirs at the same
+    time. A trace that cannot be stored is recorded as such (the job, read, says so) and
+    raised."""
     local_only(
         store,
         "the profiler handler stores each rank's trace as it is written, into a store on a file "
@@ -355,7 +364,21 @@ def ingest_one(trace: Path, store: str | Path, job: str, comm_pattern: str | Non
             commit.place(root, job, record, written, old)
     if isinstance(outcome, Failure):
         raise TraceviewError(outcome.message)
-    return layout.partition_dir(root, job, outcome.rank)
+    folder = layout.partition_dir(root, job, outcome.rank)
+    return StoredRank(folder, _completed(old, record, outcome))
+
+
+def _completed(old: layout.JobRecord | None, record: layout.JobRecord, rank: Written) -> int | None:
+    """The job's world size, where this rank's first commit made every rank of it stored;
+    else None (a rank stored again, a cycle of a repeating schedule, completes nothing: only
+    the first cycle's last rank does, once)."""
+    world = rank.world_size
+    if world is None or rank.rank is None:
+        return None
+    before = {t.rank for t in old.traces if t.failed is None} if old else set()
+    after = {t.rank for t in record.traces if t.failed is None}
+    whole = after.issuperset(range(world))
+    return world if whole and rank.rank not in before else None
 
 
 def _sources(paths: Sequence[str | Path], root: Path) -> list[RunSource]:

@@ -486,7 +486,8 @@ def _packed_tables(
 def _step_breakdowns(steps: pl.DataFrame) -> tuple[StepBreakdown, ...]:
     """The steps table's rows as the report holds them (read as tuples: a rank at a time, at
     10,000 ranks, named rows or a select each cost seconds)."""
-    at = [steps.columns.index(c) for c in ("step", "partial", *BREAKDOWN_COLUMNS)]
+    names = steps.columns  # made anew each time asked
+    at = [names.index(c) for c in ("step", "partial", *BREAKDOWN_COLUMNS)]
     return tuple(
         StepBreakdown(
             step=row[at[0]],

@@ -1,6 +1,6 @@
 """`traceview pack STORE`: each job's rank partitions into its pack, a handful of files that
-every command reads at once (docs/store.md, "Packed jobs"). `ingest` packs a job of many ranks
-itself; this packs any job, as the profiler handler's ranks left it."""
+every command reads at once (docs/store.md, "Packed jobs"). `ingest` and the profiler handler
+pack a job of many ranks themselves; this packs any job."""
 
 from __future__ import annotations
 
