@@ -89,7 +89,8 @@ def handler(
             except TraceviewError as e:
                 sys.stderr.write(f"traceview: {target} not stored: {e.message}\n")
                 return
-            if pack_from is not None and (stored.completes or 0) >= pack_from:
+            completes = stored.completes
+            if pack_from is not None and completes is not None and completes >= pack_from:
                 pack_aside(store, job)
 
     return ready

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import pickle
 import shutil
 from pathlib import Path
 
@@ -180,3 +181,20 @@ def test_a_parent_in_object_storage_is_made_once_and_is_the_parent():
     for url in ("s3://bkt", "s3://other", "s3://bkt/a", "s3://other/a/b/"):
         assert str(parent_of(UPath(url))) == str(UPath(url).parent), url
     assert parent_of(Path("store/job=a/pack/rank=0")) == Path("store/job=a/pack")
+
+
+def test_a_place_in_a_pack_is_named_by_rank_and_answers_as_its_path(tmp_path):
+    """A place knows its text, name and pack without making a path; a process it is sent to
+    gets the same place; anything else asked of it is asked of the path it names."""
+    pack = tmp_path / "job=j" / "pack"
+    pack.mkdir(parents=True)
+    place = layout.PackPlace(pack, f"{pack}/", "rank=7")
+    assert (str(place), place.name, place.parent) == (f"{pack}/rank=7", "rank=7", pack)
+    assert layout.is_packed(place) and layout.pack_of(place) == str(pack)
+    assert not layout.is_packed(pack / "rank=7") and layout.pack_of(pack / "rank=7") is None
+    again = pickle.loads(pickle.dumps(place))
+    assert again == place and hash(again) == hash(place) and layout.is_packed(again)
+    assert place == pack / "rank=7"  # the path it names
+    assert place / "summary.json" == pack / "rank=7" / "summary.json"
+    assert not place.exists()  # not a folder: asked of the path
+    assert layout.parent_of(place) is pack and layout.job_of(place) == tmp_path / "job=j"
