@@ -43,7 +43,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _endpoint() -> tuple[subprocess.Popen[bytes], dict[str, str]]:
+def endpoint() -> tuple[subprocess.Popen[bytes], dict[str, str]]:
     """moto's S3 server on a free port, with the bucket made; the variables that name it."""
     port = _free_port()
     server = subprocess.Popen(
@@ -66,6 +66,19 @@ def _endpoint() -> tuple[subprocess.Popen[bytes], dict[str, str]]:
                 server.kill()
                 raise SystemExit("the S3 server did not start") from None
             time.sleep(0.2)
+
+
+def synced(store: Path, env: dict[str, str], prefix: str) -> str:
+    """`store` copied into the bucket as it is, file for file (as `aws s3 sync` copies one;
+    docs/store.md, "A store in a bucket"): its URL."""
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=env["AWS_ENDPOINT_URL"], **_boto_keys())
+    for path in store.rglob("*"):
+        if path.is_file() and not path.name.startswith("."):  # not the writer's lock
+            key = f"{prefix}/{path.relative_to(store).as_posix()}"
+            client.upload_file(str(path), BUCKET, key)
+    return f"s3://{BUCKET}/{prefix}"
 
 
 def _boto_keys() -> dict[str, str]:
@@ -107,7 +120,7 @@ def main() -> int:
     job = work / "job"  # a copy: one rank of it is changed
     shutil.rmtree(job, ignore_errors=True)
     shutil.copytree(source, job)
-    server, env = _endpoint()
+    server, env = endpoint()
     runs: dict[str, dict[str, list[Run]]] = {}
     try:
         for turn in range(args.repeat):
