@@ -141,7 +141,7 @@ def test_the_layout_is_hive_partitioned_parquet(store):
     got = {(r, s): e for r, s, e in table.select("rank", "step", "exposed_comm_ns").rows()}
     assert got == expected
     marker = json.loads((store / "store.json").read_text())
-    assert marker == {"store_version": 4}
+    assert marker == {"store_version": 5}
     assert (store / "job=ddp-dp4" / "run.json").read_bytes() == (
         SWEEP / "ddp-dp4" / "run.json"
     ).read_bytes()
@@ -231,7 +231,7 @@ def test_a_partition_an_older_traceview_wrote_is_made_again(tmp_path):
     assert "ingest again" in done.err and done.err.count("\n") == 1
     again = traceview("ingest", SWEEP / "ddp-dp1", "--store", store)
     assert "1 rank partition written, 0 unchanged" in again.out, again.out
-    assert json.loads((store / "store.json").read_text()) == {"store_version": 4}
+    assert json.loads((store / "store.json").read_text()) == {"store_version": 5}
     assert _paths_out(_json("analyze", store)) == _paths_out(_json("analyze", SWEEP / "ddp-dp1"))
 
 

@@ -1,7 +1,7 @@
 """Where things live in a store (docs/store.md): one Parquet partition per rank of each
 job, hive-style, so polars, DuckDB and Spark read the store as tables without traceview.
 
-    STORE/store.json                      {"store_version": 3}
+    STORE/store.json                      {"store_version": 5}
     STORE/job=<job>/job.json              where the job came from; why it is incomplete, if so
     STORE/job=<job>/run.json              the harness's run record, when the job has one
     STORE/job=<job>/rank=<r>/summary.json the rank's totals, notes and where its trace came from
@@ -33,10 +33,14 @@ import msgspec
 
 from traceview.errors import CannotWrite, TraceviewError, unreadable
 
-# 2: calls and intervals carry `elements`; FSDP's post-backward work is backward work.
-# 3: each call's exposed share (`calls`). 4: each rank's time per step and name of work
-# (`work`). A partition an older traceview wrote is not read (ingest makes it again).
-STORE_VERSION = 4
+# The store's layout, in store.json: 5: a job's ranks may be in its pack. A traceview that
+# reads 4 would take a packed job's ranks for missing: it refuses a store of 5 instead.
+STORE_VERSION = 5
+# A partition's analysis, in its summary.json: 2: calls and intervals carry `elements`; FSDP's
+# post-backward work is backward work. 3: each call's exposed share (`calls`). 4: each rank's
+# time per step and name of work (`work`). A partition an older traceview wrote is not read
+# (ingest makes it again).
+PARTITION_VERSION = 4
 MARKER = "store.json"
 JOB_RECORD = "job.json"
 SUMMARY = "summary.json"

@@ -24,7 +24,7 @@ from traceview.remote import as_path, is_remote
 from traceview.store.layout import (
     NO_RANK,
     PACK_SUMMARIES,
-    STORE_VERSION,
+    PARTITION_VERSION,
     SUMMARY,
     TABLES,
     cannot_write,
@@ -174,7 +174,7 @@ def write_partition(
         for name, table in tables.items():
             table.write_parquet(folder / f"{name}.parquet")
         files = {name: table_file(folder / f"{name}.parquet") for name in tables}
-        stored = Stored(STORE_VERSION, __version__, source, comm_pattern, summary, files)
+        stored = Stored(PARTITION_VERSION, __version__, source, comm_pattern, summary, files)
         (folder / SUMMARY).write_bytes(msgspec.json.encode(stored, enc_hook=_enc))
     except OSError as e:
         shutil.rmtree(folder, ignore_errors=True)
@@ -262,7 +262,9 @@ def read_summaries(
         except TraceviewError:
             return [None] * len(folders)
         found = [ranks.get(f.name.removeprefix("rank=")) for f in folders]
-        return [s if s is not None and s.store_version <= STORE_VERSION else None for s in found]
+        return [
+            s if s is not None and s.store_version <= PARTITION_VERSION else None for s in found
+        ]
     out: list[Stored | None] = []
     for folder, sums in zip(folders, accepted, strict=True):
         try:
@@ -298,10 +300,10 @@ def _packed_summary(place: Path, accepted: tuple[str, ...] | None) -> Stored:
 
 
 def _readable(stored: Stored, path: Path) -> Stored:
-    if stored.store_version > STORE_VERSION:
+    if stored.store_version > PARTITION_VERSION:
         raise TraceviewError(
             f"{path}: store_version {stored.store_version} is newer than this traceview reads "
-            f"({STORE_VERSION}): upgrade traceview"
+            f"({PARTITION_VERSION}): upgrade traceview"
         )
     return stored
 
@@ -324,10 +326,10 @@ def same_summary(a: Any, b: Any) -> bool:
 
 def check_current(stored: Stored, folder: Path) -> None:
     """A partition an older traceview wrote holds an older analysis: made again, not read."""
-    if stored.store_version < STORE_VERSION:
+    if stored.store_version < PARTITION_VERSION:
         raise TraceviewError(
             f"{folder}: written by an older traceview (store_version {stored.store_version}, "
-            f"this one reads {STORE_VERSION}): run traceview ingest again to update it"
+            f"this one reads {PARTITION_VERSION}): run traceview ingest again to update it"
         )
 
 
