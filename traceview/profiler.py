@@ -96,13 +96,20 @@ def handler(
     return ready
 
 
-def pack_aside(store: str | Path, job: str) -> subprocess.Popen[bytes]:
+# The packs this process started, held until they end: then reaped, not left as zombies.
+_PACKING: list[subprocess.Popen[bytes]] = []
+
+
+def pack_aside(store: str | Path, job: str) -> None:
     """`traceview pack STORE --job JOB` in a session of its own: packing a job of thousands
     of ranks takes a minute that the training need not wait (its errors go to this process's
     stderr; a pack stopped midway leaves the job as it was)."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "traceview", "pack", str(store), "--job", job],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
+    _PACKING[:] = [p for p in _PACKING if p.poll() is None]
+    _PACKING.append(
+        subprocess.Popen(
+            [sys.executable, "-m", "traceview", "pack", str(store), "--job", job],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     )

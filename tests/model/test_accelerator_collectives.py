@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 
+import polars as pl
 import pytest
 
 from tests import tracebuild as tb
 from tests.cli.run_cli import traceview
 from traceview import analyze_trace
+from traceview.documents.lanes import lane_names
 
 # record_param_comms' metadata: an all-reduce of 1000 floats (4000 bytes) in a group of 2.
 _ALL_REDUCE = {
@@ -75,10 +77,18 @@ def _ascend() -> list[tb.Event]:
     ]
 
 
-@pytest.mark.parametrize("events", [_mtia, _xpu, _ascend], ids=["mtia", "xpu", "ascend"])
-def test_an_accelerators_collective_is_communication_with_its_size(tmp_path, events):
+@pytest.mark.parametrize(
+    ("events", "library"),
+    [(_mtia, "HCCL"), (_xpu, "XCCL"), (_ascend, "NCCL")],  # Ascend's: the rank's backend
+    ids=["mtia", "xpu", "ascend"],
+)
+def test_an_accelerators_collective_is_communication_with_its_size(tmp_path, events, library):
     path = tb.write(tmp_path / "rank0.json", tb.document(events(), world=2))
-    report = analyze_trace(path)
+    report = analyze_trace(path, keep_intervals=True)
+    assert report.intervals is not None
+    comm_lanes = report.intervals.filter(pl.col("kind") == "comm")["lane"].unique().to_list()
+    names = lane_names(report.intervals, report.backend)
+    assert [names[lane] for lane in comm_lanes] == [f"{comm_lanes[0]} ({library})"]
     assert report.mode == "gpu"
     ((step, b),) = [(s.step, s.breakdown) for s in report.steps]
     assert step == 1

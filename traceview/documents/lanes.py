@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import polars as pl
 
-_LIBRARIES = {"gloo": "Gloo", "nccl": "NCCL", "mpi": "MPI", "ucc": "UCC", "xccl": "XCCL"}
+_LIBRARIES = {
+    "gloo": "Gloo",
+    "nccl": "NCCL",
+    "hccl": "HCCL",
+    "mpi": "MPI",
+    "ucc": "UCC",
+    "xccl": "XCCL",
+}
 
 
 def lane_names(intervals: pl.DataFrame, backend: str | None) -> dict[str, str]:

@@ -368,17 +368,19 @@ def ingest_one(
     return StoredRank(folder, _completed(old, record, outcome))
 
 
-def _completed(old: layout.JobRecord | None, record: layout.JobRecord, rank: Written) -> int | None:
+def _completed(
+    old: layout.JobRecord | None, record: layout.JobRecord, written: Written
+) -> int | None:
     """The job's world size, where this rank's first commit made every rank of it stored;
     else None (a rank stored again, a cycle of a repeating schedule, completes nothing: only
     the first cycle's last rank does, once)."""
-    world = rank.world_size
-    if world is None or rank.rank is None:
+    world = written.world_size
+    if world is None or written.rank is None:
         return None
     before = {t.rank for t in old.traces if t.failed is None} if old else set()
     after = {t.rank for t in record.traces if t.failed is None}
     whole = after.issuperset(range(world))
-    return world if whole and rank.rank not in before else None
+    return world if whole and written.rank not in before else None
 
 
 def _sources(paths: Sequence[str | Path], root: Path) -> list[RunSource]:

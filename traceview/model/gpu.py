@@ -20,8 +20,8 @@ from traceview.parse import Trace
 from traceview.parse.names import COMM_KERNEL, collective_of, named
 from traceview.queries import collected
 
-DEVICE_CATS = ["kernel", "memcpy", "memset", "collective"]
 MEMORY_CATS = ["memcpy", "memset"]
+DEVICE_CATS = ["kernel", *MEMORY_CATS, "collective"]
 
 
 def has_gpu_activity(trace: Trace) -> bool:

@@ -304,7 +304,7 @@ def pack_of(partition: Path) -> str | None:
 def job_of(partition: Path) -> Path:
     """The job folder a partition (or a place in its pack) belongs to."""
     parent = parent_of(partition)
-    return parent_of(parent) if is_pack_name(parent.name) else parent
+    return parent_of(parent) if is_packed(partition) else parent
 
 
 def store_of(partition: Path) -> Path:
