@@ -105,11 +105,13 @@ def pack_aside(store: str | Path, job: str) -> None:
     of ranks takes a minute that the training need not wait (its errors go to this process's
     stderr; a pack stopped midway leaves the job as it was)."""
     _PACKING[:] = [p for p in _PACKING if p.poll() is None]
-    _PACKING.append(
-        subprocess.Popen(
-            [sys.executable, "-m", "traceview", "pack", str(store), "--job", job],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            start_new_session=True,
+    command = [sys.executable, "-m", "traceview", "pack", str(store), "--job", job]
+    try:
+        packing = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True
         )
-    )
+    except OSError as e:  # training goes on; the job reads as partitions until packed
+        sys.stderr.write(f"traceview: could not start packing ({e}): run traceview pack "
+                         f"{store} --job {job}\n")  # fmt: skip
+        return
+    _PACKING.append(packing)

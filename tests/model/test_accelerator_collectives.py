@@ -6,6 +6,8 @@ overlap [500, 600) = 100, exposed 200."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 import polars as pl
@@ -100,7 +102,12 @@ def test_an_accelerators_collective_is_communication_with_its_size(tmp_path, eve
     )
     (call,) = report.collectives
     assert (call.collective, call.count, call.bytes) == ("all_reduce", 1, 4000)
-    assert not [n for n in report.notes if n.severity == "caveat"]
+    caveats = [n.message for n in report.notes if n.severity == "caveat"]
+    # Only a runtime's records are said: they time the calls as that runtime saw them.
+    timed_by_records = "1 collective timed by a runtime's own record (Kineto's collective_comm"
+    assert [m[: len(timed_by_records)] for m in caveats] == (
+        [timed_by_records] if events is _xpu else []
+    )
 
 
 def test_a_collective_recorded_as_a_kernel_and_by_the_runtime_is_read_once(tmp_path):
@@ -113,6 +120,7 @@ def test_a_collective_recorded_as_a_kernel_and_by_the_runtime_is_read_once(tmp_p
         _oneccl_record(490, 320),
     ]
     report = analyze_trace(tb.write(tmp_path / "rank0.json", tb.document(events, world=2)))
+    assert not [n for n in report.notes if n.severity == "caveat"]  # the records are not read
     (b,) = [s.breakdown for s in report.steps]
     assert (b.comm_ns, b.exposed_comm_ns) == (300_000, 200_000)
     assert [(c.collective, c.count) for c in report.collectives] == [("all_reduce", 1)]
@@ -128,3 +136,14 @@ def test_mtia_collectives_are_in_the_json(tmp_path):
         {"collective": "all_reduce", "count": 1, "total_us": 300.0, "bytes": 4000, "bytes_known": 1}
     ]
     assert rank["total"]["exposed_comm_us"] == 200.0
+
+
+@pytest.mark.cli
+def test_collectives_timed_by_a_runtime_are_said_in_every_format(tmp_path):
+    path = tb.write(tmp_path / "rank0.json", tb.document(_xpu(), world=2))
+    said = "1 collective timed by a runtime's own record (Kineto's collective_comm: XPU's oneCCL)"
+    assert f"caveat: {said}" in traceview("analyze", path).out
+    (rank,) = json.loads(traceview("analyze", path, "--format", "json").out)["ranks"]
+    assert [n["severity"] for n in rank["notes"] if n["message"].startswith(said)] == ["caveat"]
+    rows = list(csv.DictReader(io.StringIO(traceview("analyze", path, "--format", "csv").out)))
+    assert rows and all(said in row["caveats"] for row in rows)

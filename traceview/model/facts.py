@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from traceview.model.batch import PART
+from traceview.model.gpu import RUNTIME_RECORD, library_kernel
 from traceview.parse.names import GPU_COLLECTIVE_SPAN, WRAPPER_SPANS, named
 from traceview.queries import collected
 
@@ -18,6 +19,7 @@ UNNUMBERED_STEP = r"^ProfilerStep#\d{19,}$"  # a number too long for int64 (mode
 class EventFacts(NamedTuple):
     unnumbered_steps: int  # ProfilerStep spans whose number cannot be read
     accelerator_events: int  # device events of an accelerator the model does not read
+    runtime_records: int  # collectives timed by a runtime's own records, read as communication
     launches_gpu_work: bool  # runtime calls or NCCL collectives, recorded GPU work or not
     wrappers: tuple[str, ...]  # the data-parallel wrappers whose record functions it holds
 
@@ -36,6 +38,8 @@ def event_facts(events: pl.DataFrame, n: int) -> list[EventFacts]:
     counts = [
         named(events, UNNUMBERED_STEP).sum().alias("unnumbered"),
         (pl.col("cat") == "accelerator").sum().alias("accelerator"),
+        RUNTIME_RECORD.sum().alias("records"),
+        library_kernel(events).any().alias("library_kernels"),
         launching.any().alias("launching"),
         *(named(events, pattern).any().alias(name) for name, pattern in WRAPPER_SPANS.items()),
     ]
@@ -44,6 +48,8 @@ def event_facts(events: pl.DataFrame, n: int) -> list[EventFacts]:
         EventFacts(
             row.get("unnumbered", 0),
             row.get("accelerator", 0),
+            # read only where no library kernel times the same collectives (model/gpu.py)
+            0 if row.get("library_kernels") else row.get("records", 0),
             row.get("launching", False),
             tuple(name for name in WRAPPER_SPANS if row.get(name)),
         )

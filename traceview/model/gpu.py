@@ -133,16 +133,25 @@ def gpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -
     return _with_collectives(device, batch)
 
 
+# A collective a runtime recorded as an event of its own (Kineto's collective_comm), and a
+# collectives library's kernel: where a trace has both, they are the same collectives.
+RUNTIME_RECORD = pl.col("cat") == "collective"
+
+
+def library_kernel(frame: pl.DataFrame) -> pl.Expr:
+    return (pl.col("cat") == "kernel") & named(frame, COMM_KERNEL)
+
+
 def _one_record_of_each_collective(device: pl.DataFrame) -> pl.DataFrame:
     """The collectives a runtime records as events of their own (Kineto's collective_comm:
     XPU's oneCCL calls, on the host thread that made them), where a trace has no collectives
     library's kernels; where it has those too, they are the same collectives, read once, as
     the kernels. A runtime's record is launched by no runtime call: its launch is itself, on
     its own thread, so that its step is the one it ran in."""
-    records = pl.col("cat") == "collective"
+    records = RUNTIME_RECORD
     if not device.select(records.any()).item():
         return device
-    kernels = (pl.col("cat") == "kernel") & named(device, COMM_KERNEL)
+    kernels = library_kernel(device)
     doubled = kernels.any().over(PART) if PART in device.columns else kernels.any()
     return device.filter(~(records & doubled)).with_columns(
         launch_ns=pl.when(records).then(pl.col("ts_ns")).otherwise(pl.col("launch_ns")),

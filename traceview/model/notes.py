@@ -12,7 +12,7 @@ from traceview.model.facts import EventFacts, IntervalFacts
 from traceview.model.gpu import said_counts
 from traceview.parse import Trace
 from traceview.parse.names import MAYBE_COMM_KERNEL
-from traceview.plain import noun
+from traceview.plain import counted, noun
 
 SUGGESTED_KERNELS = 3
 
@@ -63,6 +63,13 @@ def timeline_notes(
         )
     if events.accelerator_events:
         yield _accelerator_work(trace)
+    if events.runtime_records:
+        yield Note(
+            message=f"{counted(events.runtime_records, 'collective')} timed by a runtime's own "
+            "record (Kineto's collective_comm: XPU's oneCCL), not by a device kernel: "
+            "communication, overlap and exposed communication are as that runtime timed the calls",
+            severity="caveat",
+        )
     if not comm_measured:
         yield Note(
             message="the trace launches GPU work but holds no GPU activity (profiled without "
