@@ -1,7 +1,7 @@
 """The traceview program sets up polars' allocator and numpy's BLAS threads before either library
 loads, gives the worker processes of a many-trace load a polars pool of one thread, and leaves a
 user's own settings; traceview imported as a library changes no setting at all. The program
-pauses Python's cycle collector while it loads its modules."""
+pauses Python's cycle collector while it loads its modules, and runs it less often after."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ import sys
 
 import pytest
 
-from traceview.preload import BLAS_THREADS_ENV, JEMALLOC_CONF, JEMALLOC_ENV, POLARS_THREADS_ENV
+from traceview.preload import (
+    BLAS_THREADS_ENV,
+    COLLECT_EVERY,
+    JEMALLOC_CONF,
+    JEMALLOC_ENV,
+    POLARS_THREADS_ENV,
+)
 
 # Prints each setting as it stands when its library is first imported, however the program gets
 # there.
@@ -110,6 +116,7 @@ import traceview.cli
 print("rounds", gc.get_stats()[0]["collections"])
 print("frozen", gc.get_freeze_count())
 print("enabled", gc.isenabled())
+print("every", gc.get_threshold()[0])
 """
 
 
@@ -119,3 +126,13 @@ def test_the_collector_is_paused_while_the_program_loads_and_runs_after():
     assert int(seen["rounds"]) < 40  # those before the pause: Python's own start-up
     assert int(seen["frozen"]) > 10_000  # polars' and the commands' objects
     assert seen["enabled"] == "True"
+    assert int(seen["every"]) == COLLECT_EVERY  # a round each 50,000 allocations, not 700
+
+
+@pytest.mark.cli
+def test_traceview_as_a_library_leaves_the_collector_as_it_is():
+    def threshold(imports: str) -> str:
+        run = [sys.executable, "-c", f"import gc{imports}; print(gc.get_threshold())"]
+        return subprocess.run(run, env=_env(), capture_output=True, text=True, check=True).stdout
+
+    assert threshold(", traceview, traceview.loader") == threshold("")

@@ -31,7 +31,7 @@ from traceview.errors import A_BUG_DEBUG, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_
 from traceview.helpformat import DefaultsHelp
 from traceview.remote import storage_error
 
-gc.freeze()
+preload.collect_less()
 gc.enable()
 
 

@@ -36,8 +36,10 @@ def _warm(root: str) -> None:
     made, the first page's runs."""
     from streamlit import runtime
 
+    from traceview import preload
     from traceview.dashboard import data  # noqa: F401 -- altair, pandas, traceview
 
+    preload.collect_less()  # a job of many ranks is many objects that live on
     logging.getLogger(_CONTEXT_LOGGER).addFilter(_NotTheWarmUp())
     deadline = time.monotonic() + RUNTIME_WAIT_S
     while not runtime.exists():
