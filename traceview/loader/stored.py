@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from traceview.analysis.rank import RankReport
+from traceview.analysis.windows import StepBreakdown
 from traceview.errors import TraceviewError
 from traceview.loader.parallel import DoneFn, Options, Outcome, guarded
 from traceview.store import layout, lock
@@ -19,16 +20,18 @@ from traceview.store.partition import (
     check_pattern,
     check_table,
     read_partition,
+    read_steps,
     read_stored,
     read_summaries,
     read_tables,
     read_work_table,
     same_summary,
 )
-from traceview.tables import CALLS_SCHEMA, STEPS_SCHEMA, WORK_SCHEMA
+from traceview.tables import CALLS_SCHEMA, WORK_SCHEMA
 
 BATCH = 256  # partitions whose tables are read in one go (progress is told after each)
-_READ_TOGETHER = {"steps": STEPS_SCHEMA, "calls": CALLS_SCHEMA}
+_READ_TOGETHER = ("steps", "calls")  # the tables a load reads of every partition, together
+Steps = tuple[StepBreakdown, ...]
 
 
 def read_partitions(
@@ -47,12 +50,14 @@ def read_partitions(
     for first, last in batches(partitions):
         batch = partitions[first:last]
         batch_accepted = accepted[first:last]
-        summaries, tables = _read_batch(batch, batch_accepted)
-        for folder, stored, own, sums in zip(batch, summaries, tables, batch_accepted, strict=True):
+        summaries, tables, steps = _read_batch(batch, batch_accepted)
+        for folder, stored, own, sums, read in zip(
+            batch, summaries, tables, batch_accepted, steps, strict=True
+        ):
             outcomes.append(
                 guarded(
                     folder,
-                    lambda f=folder, s=stored, t=own, a=sums: read_partition(  # type: ignore[misc]
+                    lambda f=folder, s=stored, t=own, a=sums, r=read: read_partition(  # type: ignore[misc]
                         f,
                         keep_intervals=options.keep_intervals,
                         comm_pattern=options.comm_pattern,
@@ -60,6 +65,7 @@ def read_partitions(
                         tables=t,
                         with_work=False,  # what only a diff reads: when it asks (read_work)
                         accepted=a,
+                        steps=r,
                     ),
                 )
             )
@@ -150,15 +156,16 @@ def _as_stored(
 
 def _read_batch(
     folders: Sequence[Path], accepted: Sequence[tuple[str, ...] | None]
-) -> tuple[list[Stored | None], list[dict[str, pl.DataFrame]]]:
-    """The batch's summaries, and (where every summary was read) its steps and calls tables
+) -> tuple[list[Stored | None], list[dict[str, pl.DataFrame]], list[Steps | None]]:
+    """The batch's summaries, and (where every summary was read) its calls tables and steps
     read together; what is not read here each partition reads alone, saying its own error."""
     summaries = read_summaries(folders, accepted)
     tables: list[dict[str, pl.DataFrame]] = [{} for _ in folders]
+    steps: list[Steps | None] = [None] * len(folders)
     if all(summaries) and _as_stored(folders, summaries, _READ_TOGETHER):
         ranks = [s.report.rank for s in summaries if s is not None]
-        for name, schema in _READ_TOGETHER.items():
-            read = read_tables(folders, ranks, name, schema)
-            for own, table in zip(tables, read or [], strict=False):
-                own[name] = table
-    return summaries, tables
+        for own, table in zip(tables, read_tables(folders, ranks, "calls", CALLS_SCHEMA) or [],
+                              strict=False):  # fmt: skip
+            own["calls"] = table
+        steps = list(read_steps(folders, ranks) or steps)
+    return summaries, tables, steps

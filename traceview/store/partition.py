@@ -441,8 +441,50 @@ def read_tables(
     files side by side, where a read each costs ~2 ms at 1,024 ranks — each partition's rows
     apart, in `folders`' order; None when they cannot be read so (then each is read alone, to
     say which one is at fault)."""
+    read = _read_together(folders, ranks, name, schema)
+    if read is None:
+        return None
+    together, key, keys = read
+    if key == _FILE:
+        apart = together.partition_by(_FILE, as_dict=True, include_key=False)
+        empty = together.clear().drop(_FILE)
+        return [apart.get((k,), empty) for k in keys]
+    # Split in the schema's column order (`rank` last where it has none), as a list with its
+    # keys taken once: as a dict keeping the key, polars reads each part's key again (a second
+    # at 10,000 ranks).
+    parts = together.partition_by("rank", maintain_order=True, include_key="rank" in schema)
+    found = together.get_column("rank").unique(maintain_order=True).to_list()
+    by_rank = {(k,): part for k, part in zip(found, parts, strict=True)}
+    empty = together.clear().select(list(schema))
+    return [by_rank.get((k,), empty) for k in keys]
+
+
+def read_steps(
+    folders: Sequence[Path], ranks: Sequence[int | None]
+) -> list[tuple[StepBreakdown, ...]] | None:
+    """The steps of many partitions as their reports hold them, read as read_tables reads
+    them; each partition's made in one pass over the rows, with no table of its own (at
+    10,240 ranks, those tables cost a tenth of a second)."""
+    read = _read_together(folders, ranks, "steps", STEPS_SCHEMA)
+    if read is None:
+        return None
+    together, key, keys = read
+    rows = together.rows()
+    at = together.columns.index(key)
+    by_key: dict[object, list[StepBreakdown]] = {}
+    for row, step in zip(rows, _step_breakdowns(rows, together.columns), strict=True):
+        by_key.setdefault(row[at], []).append(step)
+    return [tuple(by_key.get(k, ())) for k in keys]
+
+
+def _read_together(
+    folders: Sequence[Path], ranks: Sequence[int | None], name: str, schema: dict[str, Any]
+) -> tuple[pl.DataFrame, str, list[Any]] | None:
+    """The table `name` of the partitions as one table with the column that tells them apart
+    (each one's file, or a pack's rank) and its value for each partition, in order; None when
+    they cannot be read so."""
     if any(is_packed(f) for f in folders):
-        return _packed_tables(folders, ranks, name, schema)
+        return _packed_together(folders, ranks, name, schema)
     paths = [str(folder / f"{name}.parquet") for folder in folders]
     try:
         together = pl.scan_parquet(paths, include_file_paths=_FILE, glob=False).collect()
@@ -455,15 +497,13 @@ def read_tables(
         together = together.select(*schema, _FILE).cast(schema)  # type: ignore[arg-type]
     except (OSError, *UNREADABLE_TABLE):
         return None  # each read alone then, to name the one at fault
-    apart = together.partition_by(_FILE, as_dict=True, include_key=False)
-    empty = together.clear().drop(_FILE)
-    return [apart.get((path,), empty) for path in paths]
+    return together, _FILE, paths
 
 
-def _packed_tables(
+def _packed_together(
     places: Sequence[Path], ranks: Sequence[int | None], name: str, schema: dict[str, Any]
-) -> list[pl.DataFrame] | None:
-    """read_tables for ranks of one pack: its file read once, its rows split by rank."""
+) -> tuple[pl.DataFrame, str, list[Any]] | None:
+    """_read_together for ranks of one pack: its file read once, `rank` telling them apart."""
     if len({pack_of(p) for p in places}) > 1 or not all(is_packed(p) for p in places):
         return None
     path = table_path(places[0], name)
@@ -475,22 +515,14 @@ def _packed_tables(
         together = together.select(columns).cast(schema)  # type: ignore[arg-type]
     except (OSError, *UNREADABLE_TABLE):
         return None
-    # Split in the schema's column order (`rank` last where it has none), as a list with its
-    # keys taken once: as a dict keeping the key, polars reads each part's key again (a second
-    # at 10,000 ranks).
-    parts = together.partition_by("rank", maintain_order=True, include_key="rank" in schema)
-    keys = together.get_column("rank").unique(maintain_order=True).to_list()
-    apart = {(k,): part for k, part in zip(keys, parts, strict=True)}
-    empty = together.clear().select(list(schema))
-    return [apart.get((rank,), empty) for rank in ranks]
+    return together, "rank", list(ranks)
 
 
-def _step_breakdowns(steps: pl.DataFrame) -> tuple[StepBreakdown, ...]:
-    """The steps table's rows as the report holds them (read as tuples: a rank at a time, at
-    10,000 ranks, named rows or a select each cost seconds)."""
-    names = steps.columns  # made anew each time asked
+def _step_breakdowns(rows: list[tuple[Any, ...]], names: list[str]) -> list[StepBreakdown]:
+    """A steps table's rows (its `names`) as the report holds them (read as tuples: at 10,000
+    ranks, named rows or a select each cost seconds)."""
     at = [names.index(c) for c in ("step", "partial", *BREAKDOWN_COLUMNS)]
-    return tuple(
+    return [
         StepBreakdown(
             step=row[at[0]],
             partial=row[at[1]],
@@ -498,8 +530,8 @@ def _step_breakdowns(steps: pl.DataFrame) -> tuple[StepBreakdown, ...]:
                 **{k: row[i] for k, i in zip(BREAKDOWN_COLUMNS, at[2:], strict=True)}
             ),
         )
-        for row in steps.rows()
-    )
+        for row in rows
+    ]
 
 
 def read_partition(
@@ -511,9 +543,11 @@ def read_partition(
     tables: dict[str, pl.DataFrame] | None = None,
     with_work: bool = True,
     accepted: tuple[str, ...] | None = None,
+    steps: tuple[StepBreakdown, ...] | None = None,
 ) -> RankReport:
-    """The rank's report as it was measured when its trace was ingested (`stored`, `tables`:
-    its summary and tables where they were read already, with other partitions'; `with_work`:
+    """The rank's report as it was measured when its trace was ingested (`stored`, `tables`,
+    `steps`: its summary, tables and steps where they were read already, with other
+    partitions'; `with_work`:
     its time per step and name, else left to be read when asked for; `accepted`: the hashes
     its job record accepts for its summary)."""
     stored = stored or read_stored(folder, accepted)
@@ -524,14 +558,14 @@ def read_partition(
     if key != (NO_RANK if summary.rank is None else str(summary.rank)):
         raise TraceviewError(f"{folder}: holds rank {summary.rank}, not {key}")
     tables = tables or {}
-    steps = tables.get("steps")
     if steps is None:
-        steps = _table(folder, "steps", STEPS_SCHEMA, summary.rank, stored)
-    fields: dict[str, Any] = {f: getattr(summary, f) for f in RankSummary.__struct_fields__}
+        table = _table(folder, "steps", STEPS_SCHEMA, summary.rank, stored)
+        steps = tuple(_step_breakdowns(table.rows(), table.columns))
+    fields: dict[str, Any] = msgspec.structs.asdict(summary)
     fields.update({f: as_path(fields[f]) for f in _PATH_FIELDS})
     return RankReport(
         **fields,
-        steps=_step_breakdowns(steps),
+        steps=steps,
         calls=tables["calls"]
         if "calls" in tables
         else _table(folder, "calls", CALLS_SCHEMA, summary.rank, stored),
