@@ -1,7 +1,8 @@
 """Settings for the native libraries traceview loads, made by the `traceview` program before they
 load (traceview/cli/__init__.py calls `for_the_program` first) and inherited by its worker
-processes; a setting of the user's own, in the same variable, is left as it is. Importing
-traceview as a library (a training process, a notebook) changes nothing.
+processes; a setting of the user's own, in the same variable, is left as it is; and Python's
+cycle collector in traceview's own processes. Importing traceview as a library (a training
+process, a notebook) changes nothing.
 
 - polars' allocator (jemalloc): one arena and no per-thread caches. Parsing (two threads) and
   the model allocate and free large tables in quick succession; with an arena per thread, what

@@ -164,8 +164,8 @@ def _read_batch(
     steps: list[Steps | None] = [None] * len(folders)
     if all(summaries) and _as_stored(folders, summaries, _READ_TOGETHER):
         ranks = [s.report.rank for s in summaries if s is not None]
-        for own, table in zip(tables, read_tables(folders, ranks, "calls", CALLS_SCHEMA) or [],
-                              strict=False):  # fmt: skip
+        calls = read_tables(folders, ranks, "calls", CALLS_SCHEMA) or []
+        for own, table in zip(tables, calls, strict=False):
             own["calls"] = table
         steps = list(read_steps(folders, ranks) or steps)
     return summaries, tables, steps

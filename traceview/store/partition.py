@@ -547,9 +547,8 @@ def read_partition(
 ) -> RankReport:
     """The rank's report as it was measured when its trace was ingested (`stored`, `tables`,
     `steps`: its summary, tables and steps where they were read already, with other
-    partitions'; `with_work`:
-    its time per step and name, else left to be read when asked for; `accepted`: the hashes
-    its job record accepts for its summary)."""
+    partitions'; `with_work`: its time per step and name, else left to be read when asked for;
+    `accepted`: the hashes its job record accepts for its summary)."""
     stored = stored or read_stored(folder, accepted)
     check_current(stored, folder)
     check_pattern(stored, folder, comm_pattern)
