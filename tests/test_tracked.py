@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-LOAD_ROOM = 1.4  # each limit this much wider here
+LOAD_ROOM = 1.6  # each limit this much wider here
 # CPU burnt whenever the program starts: what a slower import, say, would cost every run.
 PLANTED = """
 import time as _time
 _began = _time.process_time()
-while _time.process_time() - _began < 0.5:
+while _time.process_time() - _began < 2.0:
     pass
 """
 
@@ -51,8 +51,8 @@ def _check(tree: Path, work: Path, limits: Path) -> subprocess.CompletedProcess[
 def test_the_check_passes_here_and_fails_on_a_planted_slowdown(tmp_path):
     tree = _copy(tmp_path / "tree")
     work = tmp_path / "work"  # one tiled trace for both runs
-    # The tracked limits with room for the other tests running beside this one (they moved the
-    # fixed cost from 1.4 to 1.8): the planted 0.5 s takes it past 3.
+    # The tracked limits with room for a busy machine (a clean-clone run once measured the fixed
+    # cost at 2.6): the planted 2 s takes it past 5, the room to 3.5.
     tracked = json.loads((ROOT / "benchmarks" / "tracked.json").read_text())
     roomy = {k: {"max": v["max"] * LOAD_ROOM} if "max" in v else v
              for k, v in tracked["limits"].items()}  # fmt: skip
