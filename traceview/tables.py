@@ -10,11 +10,23 @@ import polars as pl
 KIND = pl.Enum(["compute", "comm", "memory", "other"])
 LANE_KIND = pl.Enum(["gpu_stream", "cpu_thread"])
 
+# Lanes of device work: a device's streams ("stream 7"), and the host thread an accelerator's
+# runtime records its collectives on, as events of their own ("host thread 2055": Kineto's
+# collective_comm, XPU's oneCCL). Each runs its work in the order it was issued, timed as the
+# device (or its runtime) ran it.
+DEVICE_LANES = ("stream ", "host thread ")
+
+
+def device_lane(lane: pl.Expr) -> pl.Expr:
+    """Whether a lane (`lane`: its name) is one of device work (DEVICE_LANES)."""
+    return lane.str.starts_with(DEVICE_LANES[0]) | lane.str.starts_with(DEVICE_LANES[1])
+
+
 # The data model: one row per interval of work on a lane (docs/architecture.md "Data model").
 INTERVALS_SCHEMA: dict[str, pl.DataType] = {
     "rank": pl.Int32(),  # null when the trace does not say
     "device": pl.Int32(),  # GPU index; null on CPU lanes
-    "lane": pl.String(),  # "stream 7" / "thread 2055"
+    "lane": pl.String(),  # "stream 7" / "thread 2055" / "host thread 2055" (device_lane)
     "lane_kind": LANE_KIND,
     "kind": KIND,
     "name": pl.Categorical(),

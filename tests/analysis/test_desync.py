@@ -163,6 +163,51 @@ def test_without_group_or_numbers_a_rank_missing_one_all_reduce_is_named(tmp_pat
     )
 
 
+def xpu_job(tmp_path: Path, steps: dict[int, list[int]]) -> Path:
+    """Per rank, the steps (each [1000 s, 1000 s + 1000)) that ran a 1 MB all-reduce as XPU's
+    oneCCL records it: a collective_comm record on the calling thread (1) at [1000 s + 300,
+    1000 s + 400), no group and no number, its size from the CPU call that holds its start."""
+    folder = tmp_path / "xpu"
+    folder.mkdir()
+    for rank, mine in steps.items():
+        events = []
+        for s in range(1, 9):
+            events += [tb.step(s, 1000 * s, 1000), tb.launch(900 + s, 1000 * s + 50),
+                       tb.kernel("gemm_kernel", 1000 * s + 100, 150, corr=900 + s)]  # fmt: skip
+        for s in mine:
+            at = 1000 * s + 300
+            events += [
+                tb.cpu_op("xccl:all_reduce", at - 10, 20),
+                tb.cpu_op("record_param_comms", at - 5, 10, **{
+                    "Collective name": "allreduce", "In msg nelems": MB // 4,
+                    "Out msg nelems": MB // 4, "dtype": "Float"}),
+                {"ph": "X", "cat": "collective_comm", "name": "xccl::allreduce", "pid": tb.PID,
+                 "tid": 1, "ts": at, "dur": 100, "args": {"Communicator_id": 7}},
+            ]  # fmt: skip
+        tb.write(folder / f"rank{rank}.json",
+                 tb.document(events, rank=rank, world=len(steps), backend="xccl"))  # fmt: skip
+    return folder
+
+
+def test_a_runtimes_records_are_lined_up_by_their_order_on_the_calling_thread(tmp_path):
+    """XPU's oneCCL records, 4 ranks, one all-reduce a step, no group, no numbers: the thread
+    that made the calls made them in program order. Rank 2 skips step 3's."""
+    steps = {r: list(range(1, 9)) for r in (0, 1, 3)}
+    steps[2] = [s for s in range(1, 9) if s != 3]
+    job = traceview.load(xpu_job(tmp_path, steps))
+    assert {lane for r in job.ranks for lane in r.calls["lane"]} == {"host thread 1"}
+    found = job.report.desync
+    assert (found.keyed_by, found.unjudged) == ("order on each stream", ())
+    (sign,) = found.signs
+    assert (sign.kind, sign.rank, sign.others, sign.step) == ("missing", 2, (0, 1, 3), 3)
+    assert (sign.collective, sign.bytes, sign.others_dur_ns) == ("all_reduce", MB, 100_000)
+    assert sign.said == (
+        "rank 2 has no call, where ranks 0, 1, 3 ran all_reduce of 1,048,576 bytes (step 3, "
+        "call 3 on their thread 1); lined up by order on the thread, which runs its calls in "
+        "the order they were issued"
+    )
+
+
 def test_without_group_or_numbers_two_calls_swapped_on_one_rank_are_named(tmp_path):
     """Two all-reduces a step, 1 MB then 2 MB; rank 1 runs step 5's 2 MB first. By steps the
     counts agree (nothing to see); on the stream the order differs at call 9 (step 5's first)."""

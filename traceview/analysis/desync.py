@@ -9,7 +9,9 @@
   order is not compared (Gloo's worker threads start queued calls in either order);
 - where the trace names no group and records no numbers but the calls are device kernels
   (NCCL, RCCL), by their order on each stream: a stream runs its kernels in the order they were
-  issued, and each group's collectives go to a stream of their own, so each rank's streams,
+  issued, and each group's collectives go to a stream of their own (a runtime's records of its
+  collectives, XPU's oneCCL, lie on the host thread that made the calls, in the order it made
+  them: that thread is their stream here), so each rank's streams,
   matched across ranks by the order of their first call, are lined up call by call against the
   order most ranks ran: a call a rank lacks (`missing`), one it ran in another order or that
   the others lack (`mismatch`);
@@ -28,6 +30,7 @@ import polars as pl
 
 from traceview.analysis.matching import POINT_TO_POINT, UNEVEN
 from traceview.plain import UNKNOWN, counted, noun
+from traceview.tables import device_lane
 
 UNNAMED = "default"  # the group of calls whose trace names none
 
@@ -99,7 +102,7 @@ def desync(
         elif group["named"].all():
             ways.add("steps")
             signs += _by_step(group, str(pg), steps)
-        elif group["lane"].fill_null("").str.starts_with("stream ").all():
+        elif group.select(device_lane(pl.col("lane").fill_null("")).all()).item():
             found, why = _by_stream_order(group, steps)
             if why is not None:
                 unjudged.append(why)
@@ -365,6 +368,8 @@ def _against_usual_order(lined: dict[int, pl.DataFrame], k: int) -> list[DesyncS
     if 2 * len(holders) <= len(lined):
         return []
     first = lined[holders[0]]
+    # A runtime's records lie on the host thread that made the calls (tables.py DEVICE_LANES).
+    lane = "thread" if str(first["lane"][0]).startswith("host thread ") else "stream"
     others_dur = (
         pl.concat([lined[r].select("dur_ns").with_row_index("at") for r in holders])
         .group_by("at")
@@ -385,7 +390,7 @@ def _against_usual_order(lined: dict[int, pl.DataFrame], k: int) -> list[DesyncS
                     others_dur_ns=int(others_dur[min(at, len(others_dur) - 1)]),
                     said=f"rank {rank} {did}, where {_ranks(holders)} ran "
                     f"{_call(row['collective'], row['bytes'])} (step {row['step']}, call "
-                    f"{at + 1} on their stream {k + 1}); lined up by order on the stream, which "
+                    f"{at + 1} on their {lane} {k + 1}); lined up by order on the {lane}, which "
                     "runs its calls in the order they were issued",
                 )
             )  # fmt: skip

@@ -8,6 +8,8 @@ import msgspec
 import numpy as np
 import polars as pl
 
+from traceview.tables import device_lane
+
 KEY = ["pg_key", "order"]
 # Collectives whose message size may differ from rank to rank.
 UNEVEN = ["all_to_all", "send_recv", "send", "recv", "gather", "scatter"]
@@ -37,7 +39,7 @@ def keyed_calls(calls: pl.DataFrame) -> pl.DataFrame:
         pg_key=pl.col("pg").fill_null("default"),
         # Sizes differ across ranks for these: they cannot tell calls apart.
         size_key=pl.when(pl.col("collective").is_in(UNEVEN)).then(-1).otherwise(pl.col("bytes")),
-        on_device=pl.col("lane").str.starts_with("stream"),
+        on_device=device_lane(pl.col("lane")),
     ).with_columns(
         order=pl.when(pl.col("seq").is_not_null())
         .then(

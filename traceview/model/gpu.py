@@ -84,6 +84,11 @@ def gpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -
             device=pl.coalesce("device", "pid"),
             stream=pl.coalesce("stream", "tid"),
         )
+    ).with_columns(
+        # A runtime's record is on the host thread that made the call (tables.py DEVICE_LANES).
+        lane=pl.when(RUNTIME_RECORD)
+        .then(pl.format("host thread {}", pl.col("tid")))
+        .otherwise(pl.format("stream {}", pl.col("stream").cast(pl.String).fill_null("?")))
     )
     # What launched each: an op that runs its own collective? the backward pass (or, for
     # communication, one of FSDP's backward hooks)? for which FSDP module?
@@ -198,7 +203,7 @@ def _with_collectives(device: pl.DataFrame, batch: Batch) -> pl.DataFrame:
         "module",
         "backward",
         "device",
-        "stream",
+        "lane",
         "kind",
         "name",
         "ts_ns",
@@ -213,12 +218,9 @@ def _with_collectives(device: pl.DataFrame, batch: Batch) -> pl.DataFrame:
         "seq",
     ]
     return collected(  # one query: a small rank's six had cost more than their rows
-        pl.concat([comm.lazy().select(keep), rest.select(keep)])
-        .with_columns(
-            lane=pl.format("stream {}", pl.col("stream").cast(pl.String).fill_null("?")),
-            lane_kind=pl.lit("gpu_stream"),
-        )
-        .drop("stream"),
+        pl.concat([comm.lazy().select(keep), rest.select(keep)]).with_columns(
+            lane_kind=pl.lit("gpu_stream")
+        ),
         device.height,
     )
 
