@@ -58,16 +58,88 @@ def test_tax_worked_by_hand(tmp_path: Path) -> None:
     # (gemm, 1st): alone 40, 40 (steps 1, 2) -> baseline 40; beside 50 in step 3: +10.
     # (gemm, 2nd): alone 40, 40 (steps 2, 3) -> baseline 40; beside 60 in step 1: +20.
     # relu: never alone, no baseline; bias: partly beside (5 of 20 µs), neither.
-    # Step 4 launched gemm three times (the others twice): left out.
+    # Step 4 launched gemm three times (the others twice): not compared across steps, and the
+    # trace records no launch shapes to compare it within its step.
     assert [(s.step, s.tax_ns, s.pairs) for s in tax.by_step] == [(1, 20_000, 1), (3, 10_000, 1)]
     assert (tax.tax_ns, tax.pairs, tax.kernels) == (30_000, 2, 2)
-    # Beside communication: 60 + 20 (step 1), 20 (step 2), 50 + 20 (step 3) = 170; 110 paired.
-    assert (tax.beside_ns, tax.paired_ns) == (170_000, 110_000)
-    assert tax.coverage == pytest.approx(110 / 170)
+    # Beside communication: 60 + 20 (step 1), 20 (step 2), 50 + 20 (step 3), 3 × 100 (step 4)
+    # = 470; 110 paired.
+    assert (tax.beside_ns, tax.paired_ns) == (470_000, 110_000)
+    assert tax.coverage == pytest.approx(110 / 470)
     # duration ÷ baseline: 1.5 and 1.25; every alone run is 40 µs, so its spread is 1.0.
     assert tax.slowdown == pytest.approx((1.3125, 1.375, 1.4375))
     assert tax.alone == pytest.approx((1.0, 1.0, 1.0))
     assert tax.beyond_noise
+
+
+def one_step_trace(tmp_path: Path, shapes: bool = True) -> Path:
+    """One step [0, 2000) µs; kernels (name, grid, start, duration), each with block
+    [128, 1, 1] where `shapes`, else no launch shape; all-reduces [300, 500) and [790, 900):
+      gemm, grid [8, 8, 1]: alone [100,140) [150,192) [200,238); beside [310,370) [380,430)
+      gemm, grid [16, 8, 1]: [440,520), 60 of its 80 µs beside
+      gemm_b, grid [4, 4, 1]: alone [600,640) [650,770); beside [800,860)"""
+    kernels = [
+        ("gemm", [8, 8, 1], 100, 40), ("gemm", [8, 8, 1], 150, 42), ("gemm", [8, 8, 1], 200, 38),
+        ("gemm", [8, 8, 1], 310, 60), ("gemm", [8, 8, 1], 380, 50),
+        ("gemm", [16, 8, 1], 440, 80),
+        ("gemm_b", [4, 4, 1], 600, 40), ("gemm_b", [4, 4, 1], 650, 120),
+        ("gemm_b", [4, 4, 1], 800, 60),
+    ]  # fmt: skip
+    events: list[tb.Event] = [tb.step(1, 0, 2000)]
+    corr = 0
+    for name, grid, start, length in kernels:
+        corr += 1
+        shape = {"grid": grid, "block": [128, 1, 1]} if shapes else {}
+        events += [tb.launch(corr, start - 5), tb.kernel(name, start, length, corr=corr, **shape)]
+    for at, dur in ((300, 200), (790, 110)):
+        corr += 1
+        events += [
+            tb.launch(corr, at - 5),
+            tb.collective(ALLREDUCE, at, dur, corr, "allreduce", (1000, 1000)),
+        ]
+    return tb.write(tmp_path / "rank0.json", tb.document(events))
+
+
+@pytest.mark.parametrize("pure_python", ["0", "1"], ids=["compiled", "pure-python"])
+def test_tax_within_a_step_by_launch_shape(tmp_path: Path, monkeypatch, pure_python) -> None:
+    monkeypatch.setenv("TRACEVIEW_PURE_PYTHON", pure_python)
+    (rank,) = traceview.load(one_step_trace(tmp_path)).ranks
+    tax = rank.overlap_tax
+    assert tax is not None
+    # gemm [8, 8, 1]: alone 40, 42, 38 (they agree: 42 ≤ 1.5 × 38) -> baseline 40; beside 60
+    # (+20) and 50 (+10). gemm [16, 8, 1]: no alone run. gemm_b: its alone runs, 40 and 120,
+    # disagree (more than 1.5 times apart): other work, maybe; no baseline.
+    assert [(s.step, s.tax_ns, s.pairs) for s in tax.by_step] == [(1, 30_000, 2)]
+    assert (tax.tax_ns, tax.pairs, tax.kernels) == (30_000, 2, 1)
+    # Beside communication: 60 + 50 + 80 + 60 = 250; 110 paired.
+    assert (tax.beside_ns, tax.paired_ns) == (250_000, 110_000)
+    assert tax.slowdown == pytest.approx((1.3125, 1.375, 1.4375))  # of 1.5 and 1.25
+    assert tax.alone == pytest.approx((0.975, 1.0, 1.025))  # of 1.0, 1.05, 0.95
+    assert tax.beyond_noise
+
+
+def test_forward_launches_are_no_baseline_for_backward_ones(tmp_path: Path) -> None:
+    # The same trace with the launches from 300 µs on made in the backward pass (an autograd
+    # function's span holds their launches): gemm [8, 8, 1] ran alone only in the forward pass,
+    # beside communication only in the backward one. A backward GEMM of one grid may be deeper
+    # work: nothing is compared.
+    trace = one_step_trace(tmp_path)
+    document = json.loads(trace.read_text())
+    document["traceEvents"].append(
+        tb.cpu_op("autograd::engine::evaluate_function: MmBackward0", 290, 1000)
+    )
+    trace.write_text(json.dumps(document))
+    (rank,) = traceview.load(trace).ranks
+    assert rank.overlap_tax is not None
+    assert (rank.overlap_tax.pairs, rank.overlap_tax.beside_ns) == (0, 250_000)
+
+
+def test_no_tax_within_a_step_without_launch_shapes(tmp_path: Path) -> None:
+    # The same kernels with no grid or block recorded: one step, nothing to compare.
+    (rank,) = traceview.load(one_step_trace(tmp_path, shapes=False)).ranks
+    assert rank.overlap_tax is not None
+    assert (rank.overlap_tax.pairs, rank.overlap_tax.beside_ns) == (0, 250_000)
+    assert rank.overlap_tax.caveat is not None and "not measured" in rank.overlap_tax.caveat
 
 
 def test_no_tax_without_communication_or_on_cpu(tmp_path: Path) -> None:
@@ -147,7 +219,9 @@ def test_analyze_says_the_tax_in_every_format_and_from_a_store(tmp_path: Path) -
     trace = taxed_trace(tmp_path)
     table = cli("analyze", trace).out
     assert "overlap tax: +0.030 ms (+0.007 ms a step)" in table
-    assert "over 2 launches of 2 kernels, 65% of the compute beside communication" in table
+    assert (
+        "over 2 launches of 2 kernels, 23% of the compute beside communication" in table
+    )  # 110 of 470 µs
     assert "communication costs 0.275 ms over 4 steps, not the exposed 0.245 ms" in table
     (rank,) = validate("analyze", cli("analyze", trace, "--format", "json").out)["ranks"]
     assert rank["overlap_tax"]["tax_us"] == 30.0 and rank["overlap_tax"]["pairs"] == 2

@@ -113,6 +113,12 @@ VARIANTS = [
     '{"ph": "X", "cat": "cpu_op", "name": "c10d::broadcast_", "ts": 1, "dur": 1, "args": '
     '{"Group size": 2, "Input Dims" :  [ [1, 2] ] , "Group size": 4, "Seq": 123456789012345678901234567890,'
     ' "dtype": null, "Process Group Ranks": "[0, 1, 2]", "In msg nelems": -0}}',
+    # A kernel's launch shape, kept as written whatever the event's name: spaced, as a
+    # string, null; and a key twice (the last counts).
+    _event(cat="kernel", name="sgemm", args={"grid": [4, 106, 1], "block": [128, 1, 1]}),
+    '{"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce", "ts": 1, "dur": 1, "args": '
+    '{"grid" : [ 1,1, 1 ], "block": "[64, 1, 1]", "grid": [2, 1, 1], "stream": 7}}',
+    _event(cat="kernel", name="sgemm", args={"grid": None, "block": [{"x": 1}]}),
     _event(pid="stream 7", tid=" 25738 "),
     _event(pid=7.0),
     _event(ts="12.5"),

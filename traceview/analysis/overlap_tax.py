@@ -3,15 +3,22 @@ communication runs beside them. NCCL's kernels take SMs and memory bandwidth, so
 overlaps an all-reduce can take longer than the same GEMM alone; "hidden" communication costs
 that slowdown.
 
-The same kernel is the same launch of the training loop: the same kernel name, launched the
-same n-th time in its step, on the same rank. A loop whose shapes do not change runs it on the
-same shapes every step (the trace records no shapes on kernels, so kernels are not compared
-within a step). Steps that launched a name a different number of times than most steps did are
-left out for that name, as its n-th launch may be another op there.
-
 A launch is *beside communication* when communication ran for at least half its time, and
-*alone* when none ran during it; its baseline is the median of its alone durations. The tax of
-a step is the sum, over its launches beside communication that have a baseline, of
+*alone* when none ran during it. Its baseline, what it takes alone, comes from the same work run
+alone, on the same rank:
+
+- across steps: the same launch of the training loop, the same kernel name launched the same
+  n-th time in its step (a loop whose shapes do not change runs it on the same shapes every
+  step); the median of its alone runs in the other steps. Steps that launched a name a
+  different number of times than most steps did are left out for that name, as its n-th launch
+  may be another op there;
+- else within its step, where the trace records each kernel's launch shape (grid and block):
+  the launches of the same kernel name and shape, in the same pass (forward or backward), in the
+  same step, that ran alone, at least two, whose longest took at most SAME_WORK times their
+  shortest (the same grid can cover problems of different depth, a GEMM's K: alone runs that
+  disagree may be other work, and are not used); their median.
+
+The tax of a step is the sum, over its launches beside communication that have a baseline, of
 (duration − baseline)."""
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ import polars as pl
 
 from traceview.algebra import covered_length
 from traceview.analysis.stack import Stack
+from traceview.model.batch import PART
 from traceview.queries import collected
+from traceview.tables import PART_TYPE
 
 # Quartiles (25th, 50th, 75th percentile) of duration ÷ baseline.
 Quartiles = tuple[float, float, float]
@@ -39,7 +48,8 @@ class OverlapTax(msgspec.Struct, frozen=True, kw_only=True):
 
     tax_ns: int  # the steps' taxes summed
     pairs: int  # launches beside communication that have a baseline
-    kernels: int  # distinct launches (name, n-th in the step) among them
+    # distinct launches among them: (name, n-th in the step), or (name, shape) within a step
+    kernels: int
     beside_ns: int  # time of every compute launch beside communication
     paired_ns: int  # of which the paired launches' (the rest has no alone run to compare)
     slowdown: Quartiles | None  # duration ÷ baseline of the paired launches
@@ -63,8 +73,8 @@ class OverlapTax(msgspec.Struct, frozen=True, kw_only=True):
         """Why the tax may mislead, where it may."""
         if not self.pairs:
             return (
-                "not measured: no kernel launch ran both beside communication and alone in "
-                "another step"
+                "not measured: no kernel launch ran both beside communication and alone, in "
+                "another step or with the same launch shape in its own"
             )
         said = []
         if not self.beyond_noise:
@@ -77,13 +87,18 @@ class OverlapTax(msgspec.Struct, frozen=True, kw_only=True):
         if (coverage := self.coverage) is not None and coverage < COVERAGE:
             said.append(
                 "measured on less than half of the compute beside communication: the rest "
-                "ran beside it in every step, with no alone run to compare"
+                "had no alone run of the same work to compare"
             )
         return "; ".join(said) or None
 
 
 # Below this share of the compute beside communication, the tax is said to be partial.
 COVERAGE = 0.5
+# Within a step, the alone runs of one kernel and launch shape are taken as the same work where
+# the longest took at most this many times the shortest; runs of one GEMM on the same problem
+# vary by a few percent, where a K four times as deep takes about four times as long.
+SAME_WORK = 1.5
+SAME_SHAPE_ALONE = 2  # alone runs needed within a step: fewer cannot show they agree
 
 
 def overlap_taxes(stack: Stack) -> list[OverlapTax | None]:
@@ -100,6 +115,9 @@ def overlap_taxes(stack: Stack) -> list[OverlapTax | None]:
     if rows.height == 0:
         return out
     covered = covered_length(stack.comm, stack.moved(rows, "ts_ns"), stack.moved(rows, "end_ns"))
+    shapes = stack.launches
+    if PART not in shapes.columns:
+        shapes = shapes.with_columns(pl.lit(0, PART_TYPE).alias(PART))
     launches = _launches(
         rows.select(
             part=pl.Series(stack.part_of(rows)),
@@ -109,16 +127,29 @@ def overlap_taxes(stack: Stack) -> list[OverlapTax | None]:
             start="ts_ns",
             dur=pl.col("end_ns") - pl.col("ts_ns"),
             covered=pl.Series(covered),
+            backward=pl.col("backward").fill_null(False),
+        ).join(
+            # A kernel is known by its name and start on its rank (the first, should two share).
+            shapes.unique([PART, "name", "ts_ns"], keep="first").select(
+                part=pl.col(PART).cast(pl.Int64), name="name", start="ts_ns", shape=_SHAPE
+            ),
+            on=["part", "name", "start"],
+            how="left",
         )
     )
     return _taxes(launches, stack.comm_measured)
 
 
+# A launch shape as one value: its grid and its block.
+_SHAPE = pl.concat_str(
+    pl.col("grid").cast(pl.String), pl.col("block").cast(pl.String), separator=" "
+)
+
+
 def _launches(rows: pl.DataFrame) -> pl.DataFrame:
-    """Each compute launch with its place (n-th of its name in its step), whether it ran beside
-    communication or alone, and its baseline; launches of steps with an unusual count of their
-    name left out."""
-    same = ["part", "name", "nth"]
+    """Each compute launch with its place (n-th of its name in its step), its launch shape
+    (null where not recorded), whether it ran beside communication or alone, and its baseline
+    with the alone runs it was taken from: across steps (`by_steps`), else within its step."""
     rows = (
         rows.sort("part", "step", "order", "start")
         .with_columns(
@@ -129,16 +160,46 @@ def _launches(rows: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             usual=pl.col("count").filter(pl.col("nth") == 0).mode().min().over("part", "name")
         )
-        .filter(pl.col("count") == pl.col("usual"))
         .with_columns(
             beside=pl.col("covered") * 2 >= pl.col("dur"),
             alone=pl.col("covered") == 0,
+            in_usual_step=pl.col("count") == pl.col("usual"),
         )
     )
-    alone_dur = pl.col("dur").filter(pl.col("alone"))
+    # Across steps: a launch of a step with the usual count, by (name, n-th).
+    across = pl.col("dur").filter(pl.col("alone") & pl.col("in_usual_step"))
+    across_key = ["part", "name", "nth"]
+    # Within a step: by (name, launch shape, pass), where the alone runs agree. (DDP's forward
+    # runs alone and its backward beside the all-reduces: a backward GEMM of one grid may be
+    # other work than a forward one, a deeper K.)
+    within = pl.col("dur").filter(pl.col("alone") & pl.col("shape").is_not_null())
+    within_key = ["part", "step", "name", "shape", "backward"]
+    rows = rows.with_columns(
+        across_base=across.median().over(across_key),
+        across_runs=across.len().over(across_key),
+        within_base=within.median().over(within_key),
+        within_runs=within.len().over(within_key),
+        within_agree=(within.max() <= SAME_WORK * within.min()).over(within_key),
+    )
+    # (an alone launch's own run is no baseline for it: another step's must be there)
+    others = pl.col("across_runs") - pl.col("alone").cast(pl.Int64)
+    by_steps = pl.col("in_usual_step") & (others > 0)
+    by_shape = (
+        pl.col("shape").is_not_null()
+        & (pl.col("within_runs") >= SAME_SHAPE_ALONE)
+        & pl.col("within_agree")
+    )
     return rows.with_columns(
-        baseline=alone_dur.median().over(same),
-        alone_runs=alone_dur.len().over(same),
+        baseline=pl.when(by_steps)
+        .then(pl.col("across_base"))
+        .when(by_shape)
+        .then(pl.col("within_base")),
+        alone_runs=pl.when(by_steps)
+        .then(pl.col("across_runs"))
+        .when(by_shape)
+        .then(pl.col("within_runs"))
+        .otherwise(0),
+        by_steps=by_steps,
     )
 
 
@@ -156,7 +217,14 @@ def _taxes(launches: pl.DataFrame, comm_measured: np.ndarray) -> list[OverlapTax
     totals = beside.group_by("part").agg(
         tax_ns=pl.col("extra").sum(),
         pairs=pl.col("paired").sum(),
-        kernels=pl.struct("name", "nth").filter(paired).n_unique(),
+        # the launches compared: (name, n-th) across steps, (name, shape) within one
+        kernels=pl.struct(
+            "name",
+            nth=pl.when("by_steps").then("nth"),
+            shape=pl.when(~pl.col("by_steps")).then("shape"),
+        )
+        .filter(paired)
+        .n_unique(),
         beside_ns=pl.col("dur").sum(),
         paired_ns=pl.col("dur").filter(paired).sum(),
         **{f"s{i}": ratio.quantile(q, "linear") for i, q in enumerate(QUARTILES)},

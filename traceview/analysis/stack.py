@@ -37,6 +37,10 @@ class Stack:
         else:
             self.intervals = stacked([t.intervals for t in timelines])
             self.step_spans = stacked([t.step_spans for t in timelines])
+        # Each part's compute kernels with their launch shape (model/timeline.py launches).
+        self.launches = (
+            timelines[0].launches if self.parts == 1 else stacked([t.launches for t in timelines])
+        )
         # Whether each part's communication can be seen (model/timeline.py comm_measured).
         self.comm_measured = np.array([t.comm_measured for t in timelines], dtype=bool)
 
@@ -82,7 +86,18 @@ class Stack:
         return collected(
             self.intervals.lazy()
             .filter(pl.col("kind") != "other")
-            .select(keyed(self.intervals, "kind", "name", "ts_ns", "end_ns", "launch_ns", "step")),
+            .select(
+                keyed(
+                    self.intervals,
+                    "kind",
+                    "name",
+                    "ts_ns",
+                    "end_ns",
+                    "launch_ns",
+                    "step",
+                    "backward",
+                )
+            ),
             self.intervals.height,
         )
 

@@ -100,7 +100,7 @@ class OverlapTaxJson(Struct, kw_only=True):
     tax_per_step_us: Us
     comm_cost_us: Us | None  # over those steps: exposed communication + the tax
     pairs: int  # launches beside communication with an alone baseline
-    kernels: int  # distinct launches (name, n-th in its step) among them
+    kernels: int  # distinct launches among them: (name, n-th in its step) or (name, shape)
     beside_us: Us  # compute launches' time beside communication ...
     paired_us: Us  # ... of which the paired launches'
     coverage_pct: float | None

@@ -17,6 +17,7 @@ from traceview.model.scopes import (
 )
 from traceview.model.steps import assign_steps
 from traceview.parse import Trace
+from traceview.parse.args import LAUNCH_SCHEMA
 from traceview.parse.names import COMM_KERNEL, collective_of, named
 from traceview.queries import collected
 
@@ -204,6 +205,7 @@ def _with_collectives(device: pl.DataFrame, batch: Batch) -> pl.DataFrame:
         "backward",
         "device",
         "lane",
+        *LAUNCH_SCHEMA,
         "kind",
         "name",
         "ts_ns",

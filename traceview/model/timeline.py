@@ -22,6 +22,7 @@ from traceview.model.gradients import GRADIENTS_SCHEMA, gradient_rows
 from traceview.model.notes import timeline_notes
 from traceview.model.steps import step_spans
 from traceview.parse import Trace
+from traceview.parse.args import LAUNCH_SCHEMA
 from traceview.parse.names import (
     AUTOGRAD_OP,
     COMM_CALL,
@@ -54,6 +55,19 @@ class Timeline(msgspec.Struct, frozen=True, kw_only=True):
     gradients: pl.DataFrame = msgspec.field(
         default_factory=lambda: pl.DataFrame(schema=GRADIENTS_SCHEMA)
     )
+    # Each compute kernel whose launch shape the trace records (LAUNCHES_SCHEMA): the overlap
+    # tax compares launches of one kernel and shape (analysis/overlap_tax.py).
+    launches: pl.DataFrame = msgspec.field(
+        default_factory=lambda: pl.DataFrame(schema=LAUNCHES_SCHEMA)
+    )
+
+
+# A compute kernel known by its name and start, with its launch shape as the trace writes it.
+LAUNCHES_SCHEMA: dict[str, pl.DataType] = {
+    "name": pl.Categorical(),
+    "ts_ns": pl.Int64(),
+    **LAUNCH_SCHEMA,
+}
 
 
 def model_rows(trace: Trace) -> Trace:
@@ -123,10 +137,11 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
     n = len(batch.traces)
     events, found = event_facts(batch.events, n), interval_facts(intervals, n)
     gradients = parts_of(gradient_rows(batch.events, batch.comm_args, spans), n)
-    for trace, rows, steps, said, counted, grads in zip(
+    launches = parts_of(_launches(built), n) if set(LAUNCH_SCHEMA) <= set(built.columns) else None
+    for i, (trace, rows, steps, said, counted, grads) in enumerate(zip(
         batch.traces, parts_of(intervals, n), parts_of(spans, n), events, found, gradients,
         strict=True,
-    ):  # fmt: skip
+    )):  # fmt: skip
         comm_measured = mode == "gpu" or not said.launches_gpu_work
         out.append(
             Timeline(
@@ -138,6 +153,18 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
                 comm_measured=comm_measured,
                 wrappers=said.wrappers,
                 gradients=grads,
+                **({"launches": launches[i]} if launches is not None else {}),
             )
         )
     return out
+
+
+def _launches(built: pl.DataFrame) -> pl.DataFrame:
+    """The compute kernels of a GPU batch's model whose launch shape the traces record."""
+    return collected(
+        built.lazy()
+        .filter((pl.col("kind") == "compute") & pl.col(next(iter(LAUNCH_SCHEMA))).is_not_null())
+        .select(keyed(built, *LAUNCHES_SCHEMA))
+        .sort(keyed(built, "ts_ns")),  # parts in order, as parts_of takes them
+        built.height,
+    )

@@ -215,6 +215,7 @@ typedef struct {
      * the caller has given (first seen since) are recorded, and sorted out by the caller. */
     unsigned char *name_keeps;
     Py_ssize_t n_name_keeps;
+    uint32_t always_kept; /* the kept slots recorded for every event, whatever its name */
     Vec kept; /* row, kept slot, value id */
     unsigned char known_phase[256];
     int n_arg_keys;
@@ -916,8 +917,10 @@ static void scan(Scanner *sc, const unsigned char *base, Py_ssize_t len, Py_ssiz
                 return;
             }
             Py_ssize_t row = sc->columns[C_TS].len;
-            if (ev.args_at && ev.kept_mask && (name >= sc->n_name_keeps || sc->name_keeps[name])) {
-                for (uint32_t m = ev.kept_mask; m; m &= m - 1) {
+            uint32_t kept_mask = ev.kept_mask;
+            if (name < sc->n_name_keeps && !sc->name_keeps[name]) kept_mask &= sc->always_kept;
+            if (ev.args_at && kept_mask) {
+                for (uint32_t m = kept_mask; m; m &= m - 1) {
                     int slot = __builtin_ctz(m);
                     int64_t id = intern(&sc->kept_values[slot], (const char *)ev.kept_at[slot],
                                         (size_t)(ev.kept_end[slot] - ev.kept_at[slot]));
@@ -992,8 +995,9 @@ static void Scanner_dealloc(Scanner *sc) {
     Py_TYPE(sc)->tp_free((PyObject *)sc);
 }
 
-/* Scanner(known_phases: bytes, arg_keys: sequence of (key: bytes, kind: int, slot: int)):
- * slot -1 checks a key's value; 0, 1, ... keep it, in that slot of kept_args and new_kept. */
+/* Scanner(known_phases: bytes, arg_keys: sequence of (key: bytes, kind: int, slot: int,
+ * always: int)): slot -1 checks a key's value; 0, 1, ... keep it, in that slot of kept_args and
+ * new_kept: for the events whose name is flagged (keep_args), or for every event (always 1). */
 static int Scanner_init(Scanner *sc, PyObject *args, PyObject *Py_UNUSED(kwds)) {
     Py_buffer phases;
     PyObject *keys;
@@ -1005,6 +1009,7 @@ static int Scanner_init(Scanner *sc, PyObject *args, PyObject *Py_UNUSED(kwds)) 
     if (!seq) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     memset(sc->keys_of_length, 0, sizeof(sc->keys_of_length));
+    sc->always_kept = 0;
     if (n > MAX_ARG_KEYS) {
         Py_DECREF(seq);
         PyErr_SetString(PyExc_ValueError, "too many arg keys");
@@ -1013,8 +1018,9 @@ static int Scanner_init(Scanner *sc, PyObject *args, PyObject *Py_UNUSED(kwds)) 
     for (Py_ssize_t i = 0; i < n; i++) {
         const char *key;
         Py_ssize_t key_len;
-        int kind, slot;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#ii", &key, &key_len, &kind, &slot)) {
+        int kind, slot, always;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "y#iii", &key, &key_len, &kind, &slot,
+                              &always)) {
             Py_DECREF(seq);
             return -1;
         }
@@ -1029,6 +1035,7 @@ static int Scanner_init(Scanner *sc, PyObject *args, PyObject *Py_UNUSED(kwds)) 
         sc->arg_kind[i] = kind;
         sc->arg_slot[i] = slot;
         if (slot + 1 > sc->n_kept) sc->n_kept = slot + 1;
+        if (slot >= 0 && always) sc->always_kept |= 1u << slot;
         sc->keys_of_length[length_slot((size_t)key_len)] |= 1u << i;
         sc->n_arg_keys = (int)i + 1;
     }

@@ -20,8 +20,9 @@ Loose = int | float | str
 # for the few ops that need them), or a name (metadata events' thread and process names).
 Reading = Literal["id", "count", "text", "list_length", "raw", "name"]
 # Which events' args: every complete event ("event"), the communication ops and kernels only
-# ("collective"), or metadata events ("metadata").
-Scope = Literal["event", "collective", "metadata"]
+# ("collective"), every event that carries them ("launch": a kernel's launch shape, kept as
+# text, the same few values for thousands of kernels), or metadata events ("metadata").
+Scope = Literal["event", "collective", "launch", "metadata"]
 
 
 class TraceArg(msgspec.Struct, frozen=True):
@@ -55,6 +56,8 @@ TRACE_ARGS = (
     TraceArg("seq", "Seq", "count", "collective", "recent traces"),
     TraceArg("input_dims", "Input Dims", "raw", "collective", "record_shapes=True, all"),
     TraceArg("input_type", "Input type", "raw", "collective", "record_shapes=True, all"),
+    TraceArg("grid", "grid", "raw", "launch", "CUDA kernels, as [x, y, z]"),
+    TraceArg("block", "block", "raw", "launch", "CUDA kernels, as [x, y, z]"),
     TraceArg("name", "name", "name", "metadata", "all: process and thread names"),
 )
 
@@ -88,6 +91,10 @@ def column_type(arg: TraceArg) -> pl.DataType:
 
 EVENT_ARGS = tuple(a for a in TRACE_ARGS if a.scope == "event")
 COLLECTIVE_ARGS = tuple(a for a in TRACE_ARGS if a.scope == "collective")
+LAUNCH_ARGS = tuple(a for a in TRACE_ARGS if a.scope == "launch")
+# The args whose values are kept (each distinct value read once), in the compiled scanner's
+# slots: the collective ones, then the launch shape's.
+KEPT_ARGS = (*COLLECTIVE_ARGS, *LAUNCH_ARGS)
 
 # The decoder's struct for "args": one field per declared arg, under the key traces write.
 Args = msgspec.defstruct(
@@ -104,6 +111,8 @@ Args = msgspec.defstruct(
 )
 
 EVENT_ARGS_SCHEMA: dict[str, pl.DataType] = {a.column: _COLUMN_TYPE[a.reading] for a in EVENT_ARGS}
+# A kernel's launch shape, a column of every event (null where not written): few distinct texts.
+LAUNCH_SCHEMA: dict[str, pl.DataType] = {a.column: pl.Categorical() for a in LAUNCH_ARGS}
 # Row -> the collective args of that row; an arg that fills another is folded into it.
 COMM_ARGS_SCHEMA: dict[str, pl.DataType] = {
     "row": pl.Int64(),

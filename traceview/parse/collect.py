@@ -6,6 +6,7 @@ import msgspec
 import polars as pl
 
 from traceview.errors import Note
+from traceview.parse.args import LAUNCH_SCHEMA
 from traceview.parse.budget import EventBudget
 from traceview.parse.categories import CATEGORY
 from traceview.parse.columns import (
@@ -189,6 +190,7 @@ def finished(frame: pl.DataFrame, first_row: int, unreadable: Unreadable) -> pl.
         correlation="correlation",
         device="device",
         stream="stream",
+        **{c: c for c in LAUNCH_SCHEMA},
     )
     counted, out = all_collected([counts, kept], frame.height)
     unreadable.add(Unreadable(*(int(counted[c][0]) for c in ("missing", "negative", "placeless"))))

@@ -15,6 +15,8 @@ from traceview.parse.args import (
     COMM_ARGS_SCHEMA,
     EVENT_ARGS,
     EVENT_ARGS_SCHEMA,
+    LAUNCH_ARGS,
+    LAUNCH_SCHEMA,
     NO_RAW,
 )
 from traceview.parse.categories import CATEGORY, category
@@ -34,6 +36,7 @@ BATCH_SCHEMA: dict[str, pl.DataType] = {
     "pid": pl.Int64(),
     "tid": pl.Int64(),
     **EVENT_ARGS_SCHEMA,
+    **LAUNCH_SCHEMA,
 }
 
 
@@ -81,6 +84,11 @@ def _event_arg(args: Sequence[object], column: str) -> pl.Series:
     return _ids([get(a) if a is not None else None for a in args])
 
 
+def _launch_arg(args: Sequence[object], column: str) -> list[str | None]:
+    get = attrgetter(column)
+    return raw_texts([get(a) if a is not None else None for a in args])
+
+
 def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Frames of complete ("X") events and of the collective arguments among them."""
     # Hot path: one list comprehension per column, everything else vectorised in polars.
@@ -101,6 +109,7 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
             "pid": _ids([e.pid for e in xs]),
             "tid": _ids([e.tid for e in xs]),
             **{arg.column: _event_arg(args, arg.column) for arg in EVENT_ARGS},
+            **{arg.column: _launch_arg(args, arg.column) for arg in LAUNCH_ARGS},
         },
         schema=_DECODED_SCHEMA,
         strict=False,
@@ -109,7 +118,7 @@ def complete_events(xs: list[CompleteEvent], first_row: int) -> tuple[pl.DataFra
         dur_ns=nanoseconds(pl.col("dur_us")),
         name="name",
         cat=category(pl.col("cat"), cats),
-        **{c: c for c in ("pid", "tid", *EVENT_ARGS_SCHEMA)},
+        **{c: c for c in ("pid", "tid", *EVENT_ARGS_SCHEMA, *LAUNCH_SCHEMA)},
     )
     comm_names = [n for n in set(names) if KEEPS_ARGS.match(n)]
     picked: pl.Series | list[int] = frame["name"].is_in(comm_names).arg_true() if comm_names else []
@@ -127,6 +136,7 @@ _DECODED_SCHEMA: dict[str, pl.DataType] = {
     "pid": pl.Int64(),
     "tid": pl.Int64(),
     **EVENT_ARGS_SCHEMA,
+    **LAUNCH_SCHEMA,
 }
 
 
@@ -168,10 +178,12 @@ def scanned_events(
     table = [np.concatenate([b.columns[i] for b in batches]) for i in range(len(SCANNED))]
     last = batches[-1]  # its tables of distinct strings hold every earlier batch's
     ints = {c: pl.Series(c, table[i]) for i, c in enumerate(SCANNED) if c in _SCANNED_INTS}
+    launches = np.concatenate([b.launch_positions for b in batches], axis=1)
     frame = (
         pl.DataFrame(ints)
         .select(_NONE_AS_NULL)
         .with_columns(
+            *last.kept.launch_columns(launches),
             name=last.names.gather(table[SCANNED.index("name")]),
             cat=last.categories.gather(table[SCANNED.index("cat")]),
         )

@@ -21,8 +21,12 @@ import polars as pl
 
 from traceview.parse.args import (
     COLLECTIVE_ARGS,
+    KEPT_ARGS,
+    LAUNCH_ARGS,
+    LAUNCH_SCHEMA,
     NO_RAW,
     TRACE_ARGS,
+    TraceArg,
     column_type,
     value_type,
 )
@@ -94,6 +98,7 @@ class ScannedBatch(msgspec.Struct, frozen=True):
     metadata: list[MetadataEvent]
     comm_rows: np.ndarray  # rows in the batch of the communication events ...
     comm_positions: np.ndarray  # ... and where their args' values are (KeptValues.positions)
+    launch_positions: np.ndarray  # by row, where its launch shape's values are (the same way)
     kept: KeptValues  # those values, the scanner's so far
     odd_ids: dict[str, list[tuple[int, object]]]  # column -> (row in batch, decoded value)
 
@@ -113,11 +118,12 @@ class Scanned(msgspec.Struct, frozen=True):
 
 
 @functools.cache
-def _scanner_setup() -> tuple[bytes, list[tuple[bytes, int, int]]]:
+def _scanner_setup() -> tuple[bytes, list[tuple[bytes, int, int, int]]]:
     """What every Scanner is made with: the known phases, and how it checks each declared arg
     (the three ids it reads, values the decoder types int | float | str | null, raw JSON, and
-    text or null; a collective arg's values are kept, in its slot: its place in
-    COLLECTIVE_ARGS). Built once: a small trace's reading paid a tenth of a millisecond for it."""
+    text or null; a kept arg's values are kept, in its slot: its place in KEPT_ARGS; a launch
+    shape's for every event, a collective arg's for the events whose name is flagged). Built
+    once: a small trace's reading paid a tenth of a millisecond for it."""
     assert _scan is not None
     ids = {
         "correlation": _scan.ARG_CORRELATION,
@@ -130,7 +136,8 @@ def _scanner_setup() -> tuple[bytes, list[tuple[bytes, int, int]]]:
         (
             a.key.encode(),
             ids.get(a.column, by_reading.get(a.reading, text)),
-            COLLECTIVE_ARGS.index(a) if a in COLLECTIVE_ARGS else -1,
+            KEPT_ARGS.index(a) if a in KEPT_ARGS else -1,
+            int(a in LAUNCH_ARGS),
         )
         for a in TRACE_ARGS
     ]
@@ -206,6 +213,7 @@ class Scanner:
             metadata=[m for m in meta if m.__class__ is MetadataEvent and m.name == THREAD_NAME],
             comm_rows=rows,
             comm_positions=positions,
+            launch_positions=self._kept.launch_positions(table.shape[1], found.kept_args),
             kept=self._kept,
             odd_ids=ids,
         )
@@ -257,18 +265,23 @@ def _pairs(flat: bytes) -> list[tuple[int, int]]:
 
 # Value id i at i + 1: position 0 holds the null an event without the arg takes. Made once (a
 # decoder is safe to share between threads; a Series is immutable).
-_NULL_VALUES = tuple(pl.Series(a.column, [None], column_type(a)) for a in COLLECTIVE_ARGS)
-_DECODERS = tuple(msgspec.json.Decoder(list[value_type(a)]) for a in COLLECTIVE_ARGS)  # type: ignore[misc]
+def _kept_type(arg: TraceArg) -> pl.DataType:
+    return LAUNCH_SCHEMA.get(arg.column) or column_type(arg)
+
+
+_NULL_VALUES = tuple(pl.Series(a.column, [None], _kept_type(a)) for a in KEPT_ARGS)
+_DECODERS = tuple(msgspec.json.Decoder(list[value_type(a)]) for a in KEPT_ARGS)  # type: ignore[misc]
+_COLLECTIVE_SLOTS = len(COLLECTIVE_ARGS)  # KEPT_ARGS' first slots; the launch shape's follow
 
 
 class KeptValues:
-    """Each collective arg's distinct value texts, as the scanner first meets them, decoded once
-    each with the pure-Python path's types and readers; a batch's args are ids into them."""
+    """Each kept arg's distinct value texts, as the scanner first meets them, decoded once each
+    with the pure-Python path's types and readers; a batch's args are ids into them."""
 
     def __init__(self) -> None:
         self._values = list(_NULL_VALUES)
         self._decoders = _DECODERS
-        self._refused: list[set[int]] = [set() for _ in COLLECTIVE_ARGS]  # ids the decoder refused
+        self._refused: list[set[int]] = [set() for _ in KEPT_ARGS]  # ids the decoder refused
 
     def learn(self, new: tuple[list[str], ...]) -> None:
         for slot, texts in enumerate(new):
@@ -278,7 +291,7 @@ class KeptValues:
                 self._values[slot] = pl.concat([self._values[slot], learnt], rechunk=False)
 
     def _decoded(self, slot: int, texts: list[str]) -> list[object]:
-        read = READERS[COLLECTIVE_ARGS[slot].reading]
+        read = READERS[KEPT_ARGS[slot].reading]
         decoder = self._decoders[slot]
         try:
             decoded = decoder.decode(f"[{','.join(texts)}]".encode())
@@ -298,16 +311,34 @@ class KeptValues:
         that arg (0: it has none), from the scanner's (row, slot, id) triples; None where one
         of them holds a value the decoder refused."""
         triples = np.frombuffer(kept, dtype=np.int64).reshape(-1, 3)
+        triples = triples[triples[:, 1] < _COLLECTIVE_SLOTS]
         at = np.searchsorted(rows, triples[:, 0]) if len(rows) else np.zeros(0, dtype=np.int64)
         mine = at < len(rows)
         mine[mine] = rows[at[mine]] == triples[mine, 0]  # others: events that are no calls
         triples, at = triples[mine], at[mine]
-        for slot, refused in enumerate(self._refused):
+        for slot, refused in enumerate(self._refused[:_COLLECTIVE_SLOTS]):
             if refused and np.isin(triples[triples[:, 1] == slot, 2], list(refused)).any():
                 return None
         out = np.zeros((len(COLLECTIVE_ARGS), len(rows)), dtype=np.int64)
         out[triples[:, 1], at] = triples[:, 2] + 1
         return out
+
+    def launch_positions(self, rows: int, kept: bytes) -> np.ndarray:
+        """By launch arg, where each of a batch's `rows` events finds its value (0: none), from
+        the scanner's (row, slot, id) triples. (A raw value is never refused: the scanner
+        checked it is JSON.)"""
+        triples = np.frombuffer(kept, dtype=np.int64).reshape(-1, 3)
+        triples = triples[triples[:, 1] >= _COLLECTIVE_SLOTS]
+        out = np.zeros((len(LAUNCH_ARGS), rows), dtype=np.int32)
+        out[triples[:, 1] - _COLLECTIVE_SLOTS, triples[:, 0]] = triples[:, 2] + 1
+        return out
+
+    def launch_columns(self, positions: np.ndarray) -> list[pl.Series]:
+        """The launch shape's columns of events, from their positions (launch_positions)."""
+        return [
+            self._values[_COLLECTIVE_SLOTS + i].gather(positions[i]).alias(arg.column)
+            for i, arg in enumerate(LAUNCH_ARGS)
+        ]
 
     def frame(self, rows: np.ndarray, positions: np.ndarray) -> pl.DataFrame:
         """The args of communication events (`rows`, in the parse's numbering) as columns, from
