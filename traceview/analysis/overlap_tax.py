@@ -29,9 +29,8 @@ import polars as pl
 
 from traceview.algebra import covered_length
 from traceview.analysis.stack import Stack
-from traceview.model.batch import PART
+from traceview.parse.args import LAUNCH_SCHEMA
 from traceview.queries import collected
-from traceview.tables import PART_TYPE
 
 # Quartiles (25th, 50th, 75th percentile) of duration ÷ baseline.
 Quartiles = tuple[float, float, float]
@@ -108,16 +107,15 @@ def overlap_taxes(stack: Stack) -> list[OverlapTax | None]:
     if stack.mode != "gpu":
         return out
     work = stack.work
-    rows = collected(
-        work.lazy().filter((pl.col("kind") == "compute") & pl.col("step").is_not_null()),
-        work.height,
-    )
+    compute = collected(work.lazy().filter(pl.col("kind") == "compute"), work.height)
+    shapes = stack.launches  # aligned with the compute intervals, where known
+    if shapes.height != compute.height:
+        shapes = pl.DataFrame(schema=LAUNCH_SCHEMA).clear(compute.height)
+    in_step = compute["step"].is_not_null()
+    rows, shapes = compute.filter(in_step), shapes.filter(in_step)
     if rows.height == 0:
         return out
     covered = covered_length(stack.comm, stack.moved(rows, "ts_ns"), stack.moved(rows, "end_ns"))
-    shapes = stack.launches
-    if PART not in shapes.columns:
-        shapes = shapes.with_columns(pl.lit(0, PART_TYPE).alias(PART))
     launches = _launches(
         rows.select(
             part=pl.Series(stack.part_of(rows)),
@@ -128,22 +126,9 @@ def overlap_taxes(stack: Stack) -> list[OverlapTax | None]:
             dur=pl.col("end_ns") - pl.col("ts_ns"),
             covered=pl.Series(covered),
             backward=pl.col("backward").fill_null(False),
-        ).join(
-            # A kernel is known by its name and start on its rank (the first, should two share).
-            shapes.unique([PART, "name", "ts_ns"], keep="first").select(
-                part=pl.col(PART).cast(pl.Int64), name="name", start="ts_ns", shape=_SHAPE
-            ),
-            on=["part", "name", "start"],
-            how="left",
-        )
+        ).hstack(shapes)
     )
     return _taxes(launches, stack.comm_measured)
-
-
-# A launch shape as one value: its grid and its block.
-_SHAPE = pl.concat_str(
-    pl.col("grid").cast(pl.String), pl.col("block").cast(pl.String), separator=" "
-)
 
 
 def _launches(rows: pl.DataFrame) -> pl.DataFrame:
@@ -172,8 +157,9 @@ def _launches(rows: pl.DataFrame) -> pl.DataFrame:
     # Within a step: by (name, launch shape, pass), where the alone runs agree. (DDP's forward
     # runs alone and its backward beside the all-reduces: a backward GEMM of one grid may be
     # other work than a forward one, a deeper K.)
-    within = pl.col("dur").filter(pl.col("alone") & pl.col("shape").is_not_null())
-    within_key = ["part", "step", "name", "shape", "backward"]
+    shaped = pl.all_horizontal(pl.col(c).is_not_null() for c in LAUNCH_SCHEMA)
+    within = pl.col("dur").filter(pl.col("alone") & shaped)
+    within_key = ["part", "step", "name", *LAUNCH_SCHEMA, "backward"]
     rows = rows.with_columns(
         across_base=across.median().over(across_key),
         across_runs=across.len().over(across_key),
@@ -184,11 +170,7 @@ def _launches(rows: pl.DataFrame) -> pl.DataFrame:
     # (an alone launch's own run is no baseline for it: another step's must be there)
     others = pl.col("across_runs") - pl.col("alone").cast(pl.Int64)
     by_steps = pl.col("in_usual_step") & (others > 0)
-    by_shape = (
-        pl.col("shape").is_not_null()
-        & (pl.col("within_runs") >= SAME_SHAPE_ALONE)
-        & pl.col("within_agree")
-    )
+    by_shape = shaped & (pl.col("within_runs") >= SAME_SHAPE_ALONE) & pl.col("within_agree")
     return rows.with_columns(
         baseline=pl.when(by_steps)
         .then(pl.col("across_base"))
@@ -219,9 +201,9 @@ def _taxes(launches: pl.DataFrame, comm_measured: np.ndarray) -> list[OverlapTax
         pairs=pl.col("paired").sum(),
         # the launches compared: (name, n-th) across steps, (name, shape) within one
         kernels=pl.struct(
-            "name",
-            nth=pl.when("by_steps").then("nth"),
-            shape=pl.when(~pl.col("by_steps")).then("shape"),
+            pl.col("name"),
+            pl.when("by_steps").then("nth").alias("nth"),
+            *(pl.when(~pl.col("by_steps")).then(c).alias(c) for c in LAUNCH_SCHEMA),
         )
         .filter(paired)
         .n_unique(),

@@ -37,10 +37,9 @@ class Stack:
         else:
             self.intervals = stacked([t.intervals for t in timelines])
             self.step_spans = stacked([t.step_spans for t in timelines])
-        # Each part's compute kernels with their launch shape (model/timeline.py launches).
-        self.launches = (
-            timelines[0].launches if self.parts == 1 else stacked([t.launches for t in timelines])
-        )
+        # The launch shape of each compute interval, in their order (model/timeline.py
+        # launches): as many rows as the compute intervals, else none is known.
+        self.launches = pl.concat([t.launches for t in timelines])
         # Whether each part's communication can be seen (model/timeline.py comm_measured).
         self.comm_measured = np.array([t.comm_measured for t in timelines], dtype=bool)
 

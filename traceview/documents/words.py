@@ -10,7 +10,7 @@ from traceview.analysis.prediction import CheckedPrediction
 from traceview.analysis.scaling import COMM_PER_STEP
 from traceview.analysis.strategy_of import StrategyOf
 from traceview.documents import structs as d
-from traceview.plain import GLOSSARY
+from traceview.plain import GLOSSARY, counted
 from traceview.store import layout
 
 __all__ = [
@@ -111,7 +111,7 @@ def overlap_tax_said(t: d.OverlapTaxJson) -> str:
     alone = f"{t.alone[1]:.2f}× ({t.alone[0]:.2f}–{t.alone[2]:.2f}×)" if t.alone else "not known"
     cost = (
         f"; counting it, communication costs {t.comm_cost_us / 1e3:,.3f} ms over "
-        f"{t.steps} steps, not the exposed {(t.comm_cost_us - t.tax_us) / 1e3:,.3f} ms"
+        f"{counted(t.steps, 'step')}, not the exposed {(t.comm_cost_us - t.tax_us) / 1e3:,.3f} ms"
         if t.comm_cost_us is not None
         else ""
     )

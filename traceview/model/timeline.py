@@ -55,19 +55,12 @@ class Timeline(msgspec.Struct, frozen=True, kw_only=True):
     gradients: pl.DataFrame = msgspec.field(
         default_factory=lambda: pl.DataFrame(schema=GRADIENTS_SCHEMA)
     )
-    # Each compute kernel whose launch shape the trace records (LAUNCHES_SCHEMA): the overlap
-    # tax compares launches of one kernel and shape (analysis/overlap_tax.py).
+    # The launch shape of each compute interval, in the intervals' order (LAUNCH_SCHEMA; null
+    # where the trace does not record it), or no rows where none is read (a CPU trace): the
+    # overlap tax compares launches of one kernel and shape (analysis/overlap_tax.py).
     launches: pl.DataFrame = msgspec.field(
-        default_factory=lambda: pl.DataFrame(schema=LAUNCHES_SCHEMA)
+        default_factory=lambda: pl.DataFrame(schema=LAUNCH_SCHEMA)
     )
-
-
-# A compute kernel known by its name and start, with its launch shape as the trace writes it.
-LAUNCHES_SCHEMA: dict[str, pl.DataType] = {
-    "name": pl.Categorical(),
-    "ts_ns": pl.Int64(),
-    **LAUNCH_SCHEMA,
-}
 
 
 def model_rows(trace: Trace) -> Trace:
@@ -126,18 +119,22 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
     build = gpu_intervals if mode == "gpu" else cpu_intervals
     built = build(batch, spans, comm_pattern)
     ranks = [t.meta.rank for t in batch.traces]
-    intervals = collected(
+    shaped = [c for c in LAUNCH_SCHEMA if c in built.columns]  # each kernel's launch shape
+    ordered = collected(
         built.lazy()
         .with_columns(rank=per_part(ranks, pl.Int32()))
-        .select(*keyed(built), *INTERVALS_SCHEMA)
+        .select(*keyed(built), *INTERVALS_SCHEMA, *shaped)
         .cast(INTERVALS_SCHEMA, strict=False),  # type: ignore[arg-type]  # out of range: unknown
         built.height,
     ).sort(keyed(built, "ts_ns"), maintain_order=True)  # ties in the order made
+    intervals = ordered.drop(shaped)
+    compute = ordered.filter(pl.col("kind") == "compute")
+    shapes = [compute.select(keyed(built, *shaped))] if len(shaped) == len(LAUNCH_SCHEMA) else []
     out = []
     n = len(batch.traces)
     events, found = event_facts(batch.events, n), interval_facts(intervals, n)
     gradients = parts_of(gradient_rows(batch.events, batch.comm_args, spans), n)
-    launches = parts_of(_launches(built), n) if set(LAUNCH_SCHEMA) <= set(built.columns) else None
+    launches = parts_of(shapes[0], n) if shapes else None
     for i, (trace, rows, steps, said, counted, grads) in enumerate(zip(
         batch.traces, parts_of(intervals, n), parts_of(spans, n), events, found, gradients,
         strict=True,
@@ -157,14 +154,3 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
             )
         )
     return out
-
-
-def _launches(built: pl.DataFrame) -> pl.DataFrame:
-    """The compute kernels of a GPU batch's model whose launch shape the traces record."""
-    return collected(
-        built.lazy()
-        .filter((pl.col("kind") == "compute") & pl.col(next(iter(LAUNCH_SCHEMA))).is_not_null())
-        .select(keyed(built, *LAUNCHES_SCHEMA))
-        .sort(keyed(built, "ts_ns")),  # parts in order, as parts_of takes them
-        built.height,
-    )
