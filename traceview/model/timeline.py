@@ -128,8 +128,10 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
         built.height,
     ).sort(keyed(built, "ts_ns"), maintain_order=True)  # ties in the order made
     intervals = ordered.drop(shaped)
-    compute = ordered.filter(pl.col("kind") == "compute")
-    shapes = [compute.select(keyed(built, *shaped))] if len(shaped) == len(LAUNCH_SCHEMA) else []
+    shapes = []
+    if len(shaped) == len(LAUNCH_SCHEMA):  # lazily: only these columns of the compute rows
+        compute = ordered.lazy().filter(pl.col("kind") == "compute")
+        shapes.append(collected(compute.select(keyed(built, *shaped)), ordered.height))
     out = []
     n = len(batch.traces)
     events, found = event_facts(batch.events, n), interval_facts(intervals, n)

@@ -5,8 +5,9 @@
  * distinct strings, and the ids the model reads (pid, tid, and args' correlation, device, stream);
  * for metadata ("M") events and for each complete event's `args` it records where their bytes
  * lie, so the Python side decodes those few with the same msgspec structs as the pure-Python path.
- * The args a collective's events carry (sizes, groups, shapes) are kept as ids into a table of
- * distinct value texts per arg: the Python side decodes each distinct text once, not each call.
+ * The args a collective's events carry (sizes, groups, shapes), and every kernel's launch shape
+ * (grid, block), are kept as ids into a table of distinct value texts per arg: the Python side
+ * decodes each distinct text once, not each event.
  *
  * It handles the plain case only. Anything the pure-Python path reads in a way of its own - a
  * field of an unexpected type, a number it would round, bytes that are not UTF-8, JSON that does

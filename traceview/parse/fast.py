@@ -263,12 +263,13 @@ def _pairs(flat: bytes) -> list[tuple[int, int]]:
     return [tuple(p) for p in np.frombuffer(flat, dtype=np.int64).reshape(-1, 2).tolist()]  # type: ignore[misc]
 
 
-# Value id i at i + 1: position 0 holds the null an event without the arg takes. Made once (a
-# decoder is safe to share between threads; a Series is immutable).
 def _kept_type(arg: TraceArg) -> pl.DataType:
+    """The type of a kept arg's values: a launch shape's is a category (few texts, many rows)."""
     return LAUNCH_SCHEMA.get(arg.column) or column_type(arg)
 
 
+# Value id i at i + 1: position 0 holds the null an event without the arg takes. Made once (a
+# decoder is safe to share between threads; a Series is immutable).
 _NULL_VALUES = tuple(pl.Series(a.column, [None], _kept_type(a)) for a in KEPT_ARGS)
 _DECODERS = tuple(msgspec.json.Decoder(list[value_type(a)]) for a in KEPT_ARGS)  # type: ignore[misc]
 _COLLECTIVE_SLOTS = len(COLLECTIVE_ARGS)  # KEPT_ARGS' first slots; the launch shape's follow
