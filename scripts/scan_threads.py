@@ -44,7 +44,13 @@ def trace_text() -> bytes:
             "tid": 7,
             "ts": 1000 + i,
             "dur": 1.5,
-            "args": {"External id": i, "device": 0, "stream": 7, "Input Dims": [[i % 5]]},
+            "args": {
+                "External id": i,
+                "device": 0,
+                "stream": 7,
+                "Input Dims": [[i % 5]],
+                "grid": [i % 7, 1, 1],
+            },
         }
         for i in range(EVENTS)
     ]
@@ -56,10 +62,11 @@ def rows_from(scan: ModuleType, view: memoryview, start: int, end: int) -> int:
     scanner = scan.Scanner(
         b"MX",
         [
-            (b"External id", scan.ARG_CORRELATION, -1),
-            (b"device", scan.ARG_DEVICE, -1),
-            (b"stream", scan.ARG_STREAM, -1),
-            (b"Input Dims", scan.ARG_RAW, 0),  # kept: its values interned, as a call's are
+            (b"External id", scan.ARG_CORRELATION, -1, 0),
+            (b"device", scan.ARG_DEVICE, -1, 0),
+            (b"stream", scan.ARG_STREAM, -1, 0),
+            (b"Input Dims", scan.ARG_RAW, 0, 0),  # kept: its values interned, as a call's are
+            (b"grid", scan.ARG_RAW, 1, 1),  # kept for every event, as a launch shape is
         ],
     )
     rows, pos = 0, start
