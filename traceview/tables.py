@@ -14,12 +14,12 @@ LANE_KIND = pl.Enum(["gpu_stream", "cpu_thread"])
 # runtime records its collectives on, as events of their own ("host thread 2055": Kineto's
 # collective_comm, XPU's oneCCL). Each runs its work in the order it was issued, timed as the
 # device (or its runtime) ran it.
-DEVICE_LANES = ("stream ", "host thread ")
+STREAM_LANE, RECORDS_LANE = "stream ", "host thread "  # each followed by its number
 
 
 def device_lane(lane: pl.Expr) -> pl.Expr:
-    """Whether a lane (`lane`: its name) is one of device work (DEVICE_LANES)."""
-    return lane.str.starts_with(DEVICE_LANES[0]) | lane.str.starts_with(DEVICE_LANES[1])
+    """Whether a lane (`lane`: its name) is one of device work (STREAM_LANE, RECORDS_LANE)."""
+    return lane.str.starts_with(STREAM_LANE) | lane.str.starts_with(RECORDS_LANE)
 
 
 # The data model: one row per interval of work on a lane (docs/architecture.md "Data model").

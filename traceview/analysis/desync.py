@@ -30,7 +30,7 @@ import polars as pl
 
 from traceview.analysis.matching import POINT_TO_POINT, UNEVEN
 from traceview.plain import UNKNOWN, counted, noun
-from traceview.tables import device_lane
+from traceview.tables import RECORDS_LANE, device_lane
 
 UNNAMED = "default"  # the group of calls whose trace names none
 
@@ -368,8 +368,8 @@ def _against_usual_order(lined: dict[int, pl.DataFrame], k: int) -> list[DesyncS
     if 2 * len(holders) <= len(lined):
         return []
     first = lined[holders[0]]
-    # A runtime's records lie on the host thread that made the calls (tables.py DEVICE_LANES).
-    lane = "thread" if str(first["lane"][0]).startswith("host thread ") else "stream"
+    # A runtime's records lie on the host thread that made the calls (tables.py device_lane).
+    lane = "thread" if str(first["lane"][0]).startswith(RECORDS_LANE) else "stream"
     others_dur = (
         pl.concat([lined[r].select("dur_ns").with_row_index("at") for r in holders])
         .group_by("at")

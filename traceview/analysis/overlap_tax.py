@@ -108,7 +108,7 @@ def overlap_taxes(stack: Stack) -> list[OverlapTax | None]:
         return out
     work = stack.work
     compute = collected(work.lazy().filter(pl.col("kind") == "compute"), work.height)
-    shapes = stack.launches  # aligned with the compute intervals, where known
+    shapes = stack.launch_shapes  # aligned with the compute intervals, where known
     if shapes.height != compute.height:
         shapes = pl.DataFrame(schema=LAUNCH_SCHEMA).clear(compute.height)
     in_step = compute["step"].is_not_null()

@@ -38,8 +38,8 @@ class Stack:
             self.intervals = stacked([t.intervals for t in timelines])
             self.step_spans = stacked([t.step_spans for t in timelines])
         # The launch shape of each compute interval, in their order (model/timeline.py
-        # launches): as many rows as the compute intervals, else none is known.
-        self.launches = pl.concat([t.launches for t in timelines])
+        # launch_shapes): as many rows as the compute intervals, else none is known.
+        self.launch_shapes = pl.concat([t.launch_shapes for t in timelines])
         # Whether each part's communication can be seen (model/timeline.py comm_measured).
         self.comm_measured = np.array([t.comm_measured for t in timelines], dtype=bool)
 

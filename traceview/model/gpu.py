@@ -20,6 +20,7 @@ from traceview.parse import Trace
 from traceview.parse.args import LAUNCH_SCHEMA
 from traceview.parse.names import COMM_KERNEL, collective_of, named
 from traceview.queries import collected
+from traceview.tables import RECORDS_LANE, STREAM_LANE
 
 MEMORY_CATS = ["memcpy", "memset"]
 DEVICE_CATS = ["kernel", *MEMORY_CATS, "collective"]
@@ -86,10 +87,10 @@ def gpu_intervals(batch: Batch, spans: pl.DataFrame, comm_pattern: str | None) -
             stream=pl.coalesce("stream", "tid"),
         )
     ).with_columns(
-        # A runtime's record is on the host thread that made the call (tables.py DEVICE_LANES).
+        # A runtime's record is on the host thread that made the call (tables.py device_lane).
         lane=pl.when(RUNTIME_RECORD)
-        .then(pl.format("host thread {}", pl.col("tid")))
-        .otherwise(pl.format("stream {}", pl.col("stream").cast(pl.String).fill_null("?")))
+        .then(pl.format(RECORDS_LANE + "{}", pl.col("tid")))
+        .otherwise(pl.format(STREAM_LANE + "{}", pl.col("stream").cast(pl.String).fill_null("?")))
     )
     # What launched each: an op that runs its own collective? the backward pass (or, for
     # communication, one of FSDP's backward hooks)? for which FSDP module?

@@ -58,7 +58,7 @@ class Timeline(msgspec.Struct, frozen=True, kw_only=True):
     # The launch shape of each compute interval, in the intervals' order (LAUNCH_SCHEMA; null
     # where the trace does not record it), or no rows where none is read (a CPU trace): the
     # overlap tax compares launches of one kernel and shape (analysis/overlap_tax.py).
-    launches: pl.DataFrame = msgspec.field(
+    launch_shapes: pl.DataFrame = msgspec.field(
         default_factory=lambda: pl.DataFrame(schema=LAUNCH_SCHEMA)
     )
 
@@ -136,7 +136,7 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
     n = len(batch.traces)
     events, found = event_facts(batch.events, n), interval_facts(intervals, n)
     gradients = parts_of(gradient_rows(batch.events, batch.comm_args, spans), n)
-    launches = parts_of(shapes[0], n) if shapes else None
+    launch_shapes = parts_of(shapes[0], n) if shapes else None
     for i, (trace, rows, steps, said, counted, grads) in enumerate(zip(
         batch.traces, parts_of(intervals, n), parts_of(spans, n), events, found, gradients,
         strict=True,
@@ -152,7 +152,7 @@ def _timelines(batch: Batch, mode: Mode, comm_pattern: str | None) -> list[Timel
                 comm_measured=comm_measured,
                 wrappers=said.wrappers,
                 gradients=grads,
-                **({"launches": launches[i]} if launches is not None else {}),
+                **({"launch_shapes": launch_shapes[i]} if launch_shapes is not None else {}),
             )
         )
     return out
